@@ -1,0 +1,87 @@
+"""create_app(settings): wiring only."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, PlainTextResponse, Response
+from fastapi.staticfiles import StaticFiles
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from app.db import make_engine, make_sessionmaker
+from app.identity import LearnerCookieMiddleware
+from app.practice import views as practice_views
+from app.questions import api as questions_api
+from app.questions import views as questions_views
+from app.render.markdown import pygments_css
+from app.settings import Settings, get_settings
+from app.templating import STATIC_DIR, templates
+
+
+def _wants_json(request: Request) -> bool:
+    return request.url.path.startswith("/api/")
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or get_settings()
+    engine = make_engine(settings.resolved_database_url)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        yield
+        engine.dispose()
+
+    app = FastAPI(title="DDP Drill", version="0.1.0", lifespan=lifespan,
+                  docs_url="/docs", openapi_url="/api/v1/openapi.json")
+    app.state.settings = settings
+    app.state.engine = engine
+    app.state.sessionmaker = make_sessionmaker(engine)
+    app.add_middleware(LearnerCookieMiddleware, secret_key=settings.resolved_secret_key())
+
+    app.mount("/static", StaticFiles(directory=str(STATIC_DIR)), name="static")
+    app.include_router(questions_api.router)
+    app.include_router(questions_views.router)
+    app.include_router(practice_views.router)
+
+    css = pygments_css()
+
+    @app.get("/static-gen/pygments.css", include_in_schema=False)
+    def pygments_stylesheet() -> Response:
+        return PlainTextResponse(css, media_type="text/css",
+                                 headers={"Cache-Control": "public, max-age=3600"})
+
+    @app.get("/healthz", include_in_schema=False)
+    def healthz() -> dict[str, str]:
+        with app.state.sessionmaker() as session:
+            session.connection().exec_driver_sql("SELECT 1")
+        return {"status": "ok"}
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
+        if _wants_json(request):
+            return JSONResponse({"detail": exc.detail}, status_code=exc.status_code,
+                                headers=getattr(exc, "headers", None))
+        return templates.TemplateResponse(
+            request, "errors/error.html",
+            {"status": exc.status_code, "detail": exc.detail}, status_code=exc.status_code,
+        )
+
+    @app.exception_handler(RequestValidationError)
+    async def validation_error(request: Request, exc: RequestValidationError) -> Response:
+        errors = [
+            {"loc": list(e.get("loc", [])), "msg": e.get("msg", ""), "type": e.get("type", "")}
+            for e in exc.errors()
+        ]
+        if _wants_json(request):
+            return JSONResponse({"detail": errors}, status_code=422)
+        return templates.TemplateResponse(
+            request, "errors/error.html",
+            {"status": 422, "detail": "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}"
+                                                for e in errors)},
+            status_code=422,
+        )
+
+    return app

@@ -1,0 +1,231 @@
+"""Learners, quizzes and attempts."""
+
+from __future__ import annotations
+
+import random
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from app.db import utcnow
+from app.practice.grading import Grade, grade
+from app.practice.models import Attempt, Learner, Quiz, QuizItem
+from app.questions.models import Question, QuestionRevision
+from app.questions.schema import QuestionDoc
+from app.questions.service import list_published, revision_doc
+
+# A quiz longer than this is a mock interview, which has its own flow.
+MAX_QUIZ_QUESTIONS = 30
+
+
+class AlreadyAnswered(Exception):
+    """The quiz item (or this exact submission) was answered before; the first answer counts."""
+
+    def __init__(self, attempt: Attempt) -> None:
+        super().__init__("already answered")
+        self.attempt = attempt
+
+
+class NoQuestions(Exception):
+    """No published question matches the quiz's filters."""
+
+
+def ensure_learner(*, db_session: Session, learner_id: str) -> Learner:
+    """The learner with this id, created on first sight."""
+    learner = db_session.get(Learner, learner_id)
+    if learner is None:
+        learner = Learner(id=learner_id)
+        db_session.add(learner)
+        db_session.flush()
+    return learner
+
+
+def start_quiz(
+    *,
+    db_session: Session,
+    learner_id: str,
+    topics: list[str],
+    difficulty: int | None,
+    count: int,
+    rng: random.Random | None = None,
+) -> Quiz:
+    """A new quiz of up to `count` random published questions, pinned to their current revisions."""
+    ensure_learner(db_session=db_session, learner_id=learner_id)
+    pool = list_published(db_session=db_session, topics=topics or None, difficulty=difficulty)
+    if not pool:
+        raise NoQuestions
+    rng = rng or random.Random()
+    picked = rng.sample(pool, min(count, len(pool), MAX_QUIZ_QUESTIONS))
+    quiz = Quiz(id=str(uuid.uuid4()), learner_id=learner_id, topics=topics, difficulty=difficulty)
+    db_session.add(quiz)
+    db_session.flush()
+    for position, question in enumerate(picked, start=1):
+        assert question.current_revision_id is not None
+        db_session.add(QuizItem(quiz_id=quiz.id, position=position, question_id=question.id,
+                                revision_id=question.current_revision_id))
+    db_session.flush()
+    return quiz
+
+
+def get_quiz(*, db_session: Session, quiz_id: str, learner_id: str) -> Quiz | None:
+    """The learner's own quiz; another learner's quiz does not exist for them."""
+    quiz = db_session.get(Quiz, quiz_id)
+    if quiz is None or quiz.learner_id != learner_id:
+        return None
+    return quiz
+
+
+def quiz_items(*, db_session: Session, quiz: Quiz) -> list[QuizItem]:
+    """The quiz's items in order."""
+    return list(
+        db_session.scalars(
+            select(QuizItem).where(QuizItem.quiz_id == quiz.id).order_by(QuizItem.position)
+        )
+    )
+
+
+@dataclass
+class ItemView:
+    item: QuizItem
+    question: Question
+    revision: QuestionRevision
+    doc: QuestionDoc
+    attempt: Attempt | None
+
+
+def item_view(*, db_session: Session, item: QuizItem) -> ItemView:
+    """A quiz item with the revision it is pinned to and its attempt, if any."""
+    question = db_session.get(Question, item.question_id)
+    revision = db_session.get(QuestionRevision, item.revision_id)
+    assert question is not None and revision is not None
+    attempt = db_session.scalar(select(Attempt).where(Attempt.quiz_item_id == item.id))
+    return ItemView(item, question, revision, revision_doc(revision), attempt)
+
+
+def mark_shown(*, item: QuizItem) -> None:
+    """Start the item's clock the first time it is shown."""
+    if item.shown_at is None:
+        item.shown_at = utcnow()
+
+
+def _elapsed_ms(since: datetime | None) -> int | None:
+    if since is None:
+        return None
+    return max(0, int((utcnow() - since).total_seconds() * 1000))
+
+
+def _insert_attempt(db_session: Session, attempt: Attempt) -> None:
+    with db_session.begin_nested():
+        db_session.add(attempt)
+        db_session.flush()
+
+
+def answer_item(
+    *, db_session: Session, learner_id: str, item: QuizItem, raw_answer: Any
+) -> tuple[Attempt, Grade]:
+    """Grade and store the first answer to a quiz item; a later one raises AlreadyAnswered."""
+    existing = db_session.scalar(select(Attempt).where(Attempt.quiz_item_id == item.id))
+    if existing is not None:
+        raise AlreadyAnswered(existing)
+    revision = db_session.get(QuestionRevision, item.revision_id)
+    assert revision is not None
+    result = grade(revision_doc(revision), raw_answer)
+    attempt = Attempt(
+        learner_id=learner_id, question_id=item.question_id, revision_id=item.revision_id,
+        quiz_item_id=item.id, answer=result.answer, score=result.score, correct=result.correct,
+        time_taken_ms=_elapsed_ms(item.shown_at),
+    )
+    try:
+        _insert_attempt(db_session, attempt)
+    except IntegrityError:
+        # A concurrent double submit won the race; its answer is the one that counts.
+        winner = db_session.scalar(select(Attempt).where(Attempt.quiz_item_id == item.id))
+        assert winner is not None
+        raise AlreadyAnswered(winner) from None
+    return attempt, result
+
+
+def answer_question(
+    *,
+    db_session: Session,
+    learner_id: str,
+    question: Question,
+    raw_answer: Any,
+    token: str | None,
+    time_taken_ms: int | None = None,
+) -> tuple[Attempt, Grade]:
+    """Grade and store a standalone attempt; replaying the same token returns the first one."""
+    ensure_learner(db_session=db_session, learner_id=learner_id)
+    if token:
+        existing = db_session.scalar(select(Attempt).where(Attempt.token == token))
+        if existing is not None:
+            raise AlreadyAnswered(existing)
+    revision = question.current_revision
+    assert revision is not None
+    result = grade(revision_doc(revision), raw_answer)
+    attempt = Attempt(
+        learner_id=learner_id, question_id=question.id, revision_id=revision.id, token=token,
+        answer=result.answer, score=result.score, correct=result.correct,
+        time_taken_ms=time_taken_ms,
+    )
+    try:
+        _insert_attempt(db_session, attempt)
+    except IntegrityError:
+        winner = db_session.scalar(select(Attempt).where(Attempt.token == token))
+        if winner is None:
+            raise
+        raise AlreadyAnswered(winner) from None
+    return attempt, result
+
+
+def next_unanswered(*, db_session: Session, quiz: Quiz) -> QuizItem | None:
+    """The first item of the quiz without an attempt."""
+    answered = select(Attempt.quiz_item_id).where(Attempt.quiz_item_id.is_not(None))
+    return db_session.scalar(
+        select(QuizItem)
+        .where(QuizItem.quiz_id == quiz.id, QuizItem.id.not_in(answered))
+        .order_by(QuizItem.position)
+    )
+
+
+@dataclass
+class TopicScore:
+    topic: str
+    answered: int
+    total: int
+    score: float
+
+
+@dataclass
+class QuizSummary:
+    quiz: Quiz
+    items: list[ItemView]
+    score: float
+    total: int
+    per_topic: list[TopicScore]
+    elapsed_ms: int
+
+
+def quiz_summary(*, db_session: Session, quiz: Quiz) -> QuizSummary:
+    """Score, per-topic breakdown and time taken; finishing the quiz if every item is answered."""
+    views = [item_view(db_session=db_session, item=i) for i in quiz_items(db_session=db_session, quiz=quiz)]
+    per: dict[str, TopicScore] = {}
+    for v in views:
+        ts = per.setdefault(v.doc.topic, TopicScore(v.doc.topic, 0, 0, 0.0))
+        ts.total += 1
+        if v.attempt is not None:
+            ts.answered += 1
+            ts.score += v.attempt.score
+    if quiz.finished_at is None and views and all(v.attempt for v in views):
+        quiz.finished_at = max(v.attempt.created_at for v in views if v.attempt)
+    end = quiz.finished_at or utcnow()
+    return QuizSummary(
+        quiz=quiz, items=views, score=sum(t.score for t in per.values()), total=len(views),
+        per_topic=sorted(per.values(), key=lambda t: t.topic),
+        elapsed_ms=int((end - quiz.started_at).total_seconds() * 1000),
+    )

@@ -1,0 +1,137 @@
+"""Quiz pages: start, one question at a time, and the summary."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, HTTPException, Request
+from fastapi.responses import RedirectResponse, Response
+from sqlalchemy.orm import Session
+
+from app.deps import CurrentLearner, SessionDep, is_htmx
+from app.practice import service
+from app.practice.grading import InvalidAnswer
+from app.practice.models import Quiz, QuizItem
+from app.questions.service import topic_summaries
+from app.questions.views import graded_context, question_context, read_answer
+from app.templating import templates
+
+router = APIRouter(include_in_schema=False)
+
+# The quiz form offers these lengths; anything in 1..MAX_QUIZ_QUESTIONS is accepted.
+DEFAULT_QUIZ_LENGTH = 5
+
+
+def _int_or_none(value: Any, name: str, lo: int, hi: int) -> int | None:
+    if value in (None, "", "any"):
+        return None
+    try:
+        n = int(value)
+    except (TypeError, ValueError):
+        raise HTTPException(422, f"{name} must be a whole number") from None
+    if not lo <= n <= hi:
+        raise HTTPException(422, f"{name} must be between {lo} and {hi}")
+    return n
+
+
+@router.post("/quizzes")
+async def start_quiz(request: Request, db_session: SessionDep, learner_id: CurrentLearner) -> Response:
+    form = await request.form()
+    topics = [t for t in form.getlist("topics") if isinstance(t, str) and t]
+    known = {s.topic.slug for s in topic_summaries(db_session=db_session)}
+    unknown = [t for t in topics if t not in known]
+    if unknown:
+        raise HTTPException(422, f"Unknown topic: {', '.join(unknown)}")
+    difficulty = _int_or_none(form.get("difficulty"), "difficulty", 1, 3)
+    count = _int_or_none(form.get("count"), "count", 1, service.MAX_QUIZ_QUESTIONS)
+    try:
+        quiz = service.start_quiz(db_session=db_session, learner_id=learner_id, topics=topics,
+                                  difficulty=difficulty, count=count or DEFAULT_QUIZ_LENGTH)
+    except service.NoQuestions:
+        raise HTTPException(422, "No published question matches those topics and difficulty.") from None
+    return RedirectResponse(f"/quizzes/{quiz.id}/1", status_code=303)
+
+
+def _quiz_or_404(db_session: Session, quiz_id: str, learner_id: str) -> Quiz:
+    quiz = service.get_quiz(db_session=db_session, quiz_id=quiz_id, learner_id=learner_id)
+    if quiz is None:
+        raise HTTPException(404, "No such quiz.")
+    return quiz
+
+
+def _item_or_404(db_session: Session, quiz: Quiz, position: int) -> tuple[QuizItem, int]:
+    items = service.quiz_items(db_session=db_session, quiz=quiz)
+    if not 1 <= position <= len(items):
+        raise HTTPException(404, f"This quiz has no question {position}.")
+    return items[position - 1], len(items)
+
+
+def _item_context(db_session: Session, quiz: Quiz, item: QuizItem, total: int) -> dict[str, Any]:
+    view = service.item_view(db_session=db_session, item=item)
+    base = {"quiz": quiz, "item": item, "total": total, "question": view.question,
+            "action": f"/quizzes/{quiz.id}/{item.position}/answer",
+            "next_url": (f"/quizzes/{quiz.id}/{item.position + 1}" if item.position < total
+                         else f"/quizzes/{quiz.id}/summary")}
+    if view.attempt is not None:
+        a = view.attempt
+        return {**base, **graded_context(view.doc, a.answer, a.score, a.correct)}
+    return {**base, **question_context(view.doc)}
+
+
+@router.get("/quizzes/{quiz_id}")
+def quiz_resume(quiz_id: str, db_session: SessionDep, learner_id: CurrentLearner) -> Response:
+    quiz = _quiz_or_404(db_session, quiz_id, learner_id)
+    item = service.next_unanswered(db_session=db_session, quiz=quiz)
+    target = f"/quizzes/{quiz.id}/{item.position}" if item else f"/quizzes/{quiz.id}/summary"
+    return RedirectResponse(target, status_code=303)
+
+
+@router.get("/quizzes/{quiz_id}/summary")
+def quiz_summary(
+    request: Request, quiz_id: str, db_session: SessionDep, learner_id: CurrentLearner
+) -> Response:
+    quiz = _quiz_or_404(db_session, quiz_id, learner_id)
+    summary = service.quiz_summary(db_session=db_session, quiz=quiz)
+    return templates.TemplateResponse(request, "practice/summary.html", {"s": summary})
+
+
+@router.get("/quizzes/{quiz_id}/{position}")
+def quiz_item(
+    request: Request, quiz_id: str, position: int, db_session: SessionDep,
+    learner_id: CurrentLearner,
+) -> Response:
+    quiz = _quiz_or_404(db_session, quiz_id, learner_id)
+    item, total = _item_or_404(db_session, quiz, position)
+    service.mark_shown(item=item)
+    return templates.TemplateResponse(request, "practice/item.html",
+                                      _item_context(db_session, quiz, item, total))
+
+
+@router.post("/quizzes/{quiz_id}/{position}/answer")
+async def quiz_answer(
+    request: Request, quiz_id: str, position: int, db_session: SessionDep,
+    learner_id: CurrentLearner,
+) -> Response:
+    quiz = _quiz_or_404(db_session, quiz_id, learner_id)
+    item, total = _item_or_404(db_session, quiz, position)
+    ctx = _item_context(db_session, quiz, item, total)
+    raw, _token = await read_answer(request, ctx["fmt"])
+    status = 200
+    try:
+        _attempt, grade = service.answer_item(db_session=db_session, learner_id=learner_id,
+                                             item=item, raw_answer=raw)
+        ctx.update(graded_context(ctx["doc"], grade.answer, grade.score, grade.correct))
+    except service.AlreadyAnswered as exc:
+        a = exc.attempt
+        ctx.update(graded_context(ctx["doc"], a.answer, a.score, a.correct))
+        ctx["notice"] = "You already answered this question; the first answer counts."
+        status = 409
+    except InvalidAnswer as exc:
+        ctx.update({"error": str(exc), "previous": raw})
+        status = 422
+    if is_htmx(request):
+        return templates.TemplateResponse(request, "questions/_answer_area.html", ctx,
+                                          status_code=status)
+    if status == 200:
+        return RedirectResponse(f"/quizzes/{quiz.id}/{position}", status_code=303)
+    return templates.TemplateResponse(request, "practice/item.html", ctx, status_code=status)

@@ -1,0 +1,253 @@
+"""Reading and writing the bank as files, without touching the database.
+
+`load_bank` returns every question and topic in a folder, or every problem it
+found, each naming the file, the field and the line.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from app.questions.schema import QuestionDoc, TopicDoc
+
+TOPIC_FILE = "_topic.yaml"
+# A question file larger than this is almost certainly a mistake (a pasted log).
+MAX_FILE_BYTES = 256 * 1024
+
+
+@dataclass(frozen=True)
+class BankError:
+    file: str
+    field: str
+    message: str
+    line: int | None = None
+
+    def __str__(self) -> str:
+        where = f"{self.file}:{self.line}" if self.line else self.file
+        fld = f" [{self.field}]" if self.field else ""
+        return f"{where}{fld}: {self.message}"
+
+
+@dataclass
+class Bank:
+    questions: list[QuestionDoc] = field(default_factory=list)
+    topics: dict[str, TopicDoc] = field(default_factory=dict)
+    errors: list[BankError] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+
+def content_hash(doc: QuestionDoc) -> str:
+    """A hash of everything a learner or the verifier sees; equal hashes mean no change."""
+    payload = {"doc": doc_to_data(doc), "snippet": doc.snippet_text}
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+
+
+def doc_to_data(doc: QuestionDoc) -> dict[str, Any]:
+    """The JSON form of a question, without defaults, as stored and exported."""
+    return doc.model_dump(mode="json", exclude_defaults=True, exclude={"snippet_text"})
+
+
+def doc_from_data(data: dict[str, Any], snippet_text: str | None) -> QuestionDoc:
+    doc = QuestionDoc.model_validate(data)
+    return doc.model_copy(update={"snippet_text": snippet_text})
+
+
+def _line_of(node: yaml.Node | None, loc: tuple[int | str, ...]) -> int | None:
+    """The 1-based line of the deepest YAML node along a pydantic error location."""
+    line = node.start_mark.line + 1 if node is not None else None
+    for part in loc:
+        if isinstance(node, yaml.MappingNode):
+            match = next((v for k, v in node.value if k.value == part), None)
+            if match is None:
+                break
+            node = match
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int):
+            if part >= len(node.value):
+                break
+            node = node.value[part]
+        else:
+            break
+        line = node.start_mark.line + 1
+    return line
+
+
+def _field_name(loc: tuple[int | str, ...]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif part in ("rank_events", "buckets") and out.endswith("trace"):
+            continue  # pydantic's discriminator tag, not a field the author wrote
+        else:
+            out += f".{part}" if out else str(part)
+    return out
+
+
+def _read_yaml(path: Path, rel: str, errors: list[BankError]) -> tuple[Any, yaml.Node | None]:
+    try:
+        if path.stat().st_size > MAX_FILE_BYTES:
+            errors.append(BankError(rel, "", f"file is larger than {MAX_FILE_BYTES} bytes"))
+            return None, None
+        text = path.read_text(encoding="utf-8")
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except UnicodeDecodeError:
+        errors.append(BankError(rel, "", "file is not UTF-8 text"))
+        return None, None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        problem = getattr(exc, "problem", None) or str(exc)
+        errors.append(BankError(rel, "", f"not valid YAML: {problem}", line))
+        return None, None
+    return data, node
+
+
+def _validation_errors(
+    exc: ValidationError, rel: str, node: yaml.Node | None
+) -> list[BankError]:
+    out = []
+    for err in exc.errors():
+        loc = tuple(err["loc"])
+        msg = err["msg"].removeprefix("Value error, ")
+        out.append(BankError(rel, _field_name(loc), msg, _line_of(node, loc)))
+    return out
+
+
+def load_question_file(path: Path, root: Path) -> tuple[QuestionDoc | None, list[BankError]]:
+    """Parse and validate one question file and its snippet."""
+    rel = str(path.relative_to(root))
+    errors: list[BankError] = []
+    data, node = _read_yaml(path, rel, errors)
+    if errors:
+        return None, errors
+    if not isinstance(data, dict):
+        return None, [BankError(rel, "", "expected a mapping of fields at the top level", 1)]
+    try:
+        doc = QuestionDoc.model_validate(data)
+    except ValidationError as exc:
+        return None, _validation_errors(exc, rel, node)
+    topic_dir = path.parent.name
+    if doc.topic != topic_dir:
+        errors.append(
+            BankError(rel, "topic", f"is {doc.topic!r} but the file is in folder {topic_dir!r}",
+                      _line_of(node, ("topic",)))
+        )
+    if doc.slug != path.stem:
+        errors.append(
+            BankError(rel, "slug", f"is {doc.slug!r} but the file is named {path.name!r}",
+                      _line_of(node, ("slug",)))
+        )
+    snippet_text = None
+    if doc.verify is not None:
+        snippet_path = path.parent / doc.verify.snippet
+        if not snippet_path.is_file():
+            errors.append(
+                BankError(rel, "verify.snippet", f"file {doc.verify.snippet!r} not found beside it",
+                          _line_of(node, ("verify", "snippet")))
+            )
+        else:
+            snippet_text = snippet_path.read_text(encoding="utf-8")
+            try:
+                compile(snippet_text, str(snippet_path), "exec")
+            except SyntaxError as exc:
+                errors.append(
+                    BankError(str(snippet_path.relative_to(root)), "verify.snippet",
+                              f"Python syntax error: {exc.msg}", exc.lineno)
+                )
+    if errors:
+        return None, errors
+    return doc.model_copy(update={"snippet_text": snippet_text}), []
+
+
+def load_bank(root: Path) -> Bank:
+    """Every topic and question under root, or the list of what is wrong with them."""
+    bank = Bank()
+    if not root.is_dir():
+        bank.errors.append(BankError(str(root), "", "bank folder not found"))
+        return bank
+    seen: dict[str, str] = {}
+    for topic_dir in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")):
+        topic_file = topic_dir / TOPIC_FILE
+        rel_topic = str(topic_file.relative_to(root))
+        if topic_file.exists():
+            data, node = _read_yaml(topic_file, rel_topic, bank.errors)
+            if data is not None:
+                try:
+                    bank.topics[topic_dir.name] = TopicDoc.model_validate(data)
+                except ValidationError as exc:
+                    bank.errors.extend(_validation_errors(exc, rel_topic, node))
+        else:
+            bank.topics[topic_dir.name] = TopicDoc(title=topic_dir.name.replace("-", " ").capitalize())
+        for path in sorted(topic_dir.glob("*.yaml")):
+            if path.name == TOPIC_FILE:
+                continue
+            doc, errors = load_question_file(path, root)
+            bank.errors.extend(errors)
+            if doc is None:
+                continue
+            rel = str(path.relative_to(root))
+            if doc.slug in seen:
+                bank.errors.append(
+                    BankError(rel, "slug", f"{doc.slug!r} is also used by {seen[doc.slug]}", 1)
+                )
+                continue
+            seen[doc.slug] = rel
+            bank.questions.append(doc)
+    return bank
+
+
+class _BlockDumper(yaml.SafeDumper):
+    """Writes multi-line strings as literal blocks so exported files stay readable."""
+
+
+def _str_representer(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    if "\n" in value:
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|")
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value)
+
+
+_BlockDumper.add_representer(str, _str_representer)
+
+
+def dump_question_yaml(doc: QuestionDoc) -> str:
+    return yaml.dump(
+        doc_to_data(doc), Dumper=_BlockDumper, sort_keys=False, allow_unicode=True, width=100
+    )
+
+
+def write_bank(
+    root: Path, questions: list[QuestionDoc], topics: dict[str, TopicDoc]
+) -> list[Path]:
+    """Write questions (and their snippets) and topic files under root; returns the paths."""
+    written = []
+    for slug, topic in topics.items():
+        folder = root / slug
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / TOPIC_FILE
+        path.write_text(
+            yaml.dump(topic.model_dump(mode="json"), Dumper=_BlockDumper, sort_keys=False,
+                      allow_unicode=True)
+        )
+        written.append(path)
+    for doc in questions:
+        folder = root / doc.topic
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"{doc.slug}.yaml"
+        path.write_text(dump_question_yaml(doc), encoding="utf-8")
+        written.append(path)
+        if doc.verify is not None and doc.snippet_text is not None:
+            snippet = folder / doc.verify.snippet
+            snippet.write_text(doc.snippet_text, encoding="utf-8")
+            written.append(snippet)
+    return written

@@ -1,0 +1,314 @@
+"""The bank file format: one YAML document per question (docs/question-format.md).
+
+These models are the single definition of a valid question. The loader checks
+files against them, the database stores their JSON form per revision, and the
+exporter writes them back, so a round trip changes nothing.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+SLUG_RE = r"^[a-z0-9]+(?:-[a-z0-9]+)*$"
+# Knob names become snippet `params` keys and CLI `--param` names.
+KNOB_NAME_RE = r"^[a-z_][a-z0-9_]*$"
+MAX_WORLD_SIZE = 8
+# Every combination of a question's knobs is audited when there are at most this many.
+MAX_AUDIT_ALL_COMBINATIONS = 16
+
+QuestionType = Literal["single", "multi", "numeric", "trace"]
+AnswerFormat = Literal["single", "multi", "numeric"]
+KnobValue = bool | int | float | str
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Choice(Strict):
+    key: str = Field(default="", pattern=r"^[a-z]?$")
+    text: str = Field(min_length=1)
+    correct: bool = False
+
+
+class NumericAnswer(Strict):
+    value: float
+    unit: str = ""
+    abs_tol: float = Field(default=0.0, ge=0)
+    rel_tol: float = Field(default=0.0, ge=0)
+
+    def accepts(self, x: float) -> bool:
+        """True when x lies within the absolute or relative tolerance of the value."""
+        diff = abs(x - self.value)
+        return diff <= self.abs_tol or diff <= self.rel_tol * abs(self.value) or diff == 0
+
+
+class TraceStep(Strict):
+    step: str
+    cells: list[str]
+    note: str = ""
+
+
+class TraceBucket(Strict):
+    name: str
+    first_ready_ms: float
+    last_ready_ms: float
+    reduce_start_ms: float
+    reduce_end_ms: float
+    params: list[str] = []
+    bytes: int | None = None
+
+    @model_validator(mode="after")
+    def _ordered(self) -> TraceBucket:
+        if not (self.first_ready_ms <= self.last_ready_ms <= self.reduce_start_ms <= self.reduce_end_ms):
+            raise ValueError(
+                "bucket times must satisfy first_ready_ms <= last_ready_ms "
+                "<= reduce_start_ms <= reduce_end_ms"
+            )
+        return self
+
+
+class TraceSource(Strict):
+    """Where a stored trace came from: illustrative, or measured by a real run."""
+
+    kind: Literal["illustrative", "measured"] = "illustrative"
+    torch_version: str | None = None
+    note: str = ""
+
+
+class RankEventsTrace(Strict):
+    """Per-rank events by step, like a two-column Join trace."""
+
+    kind: Literal["rank_events"]
+    caption: str = ""
+    columns: list[str] = Field(min_length=1)
+    steps: list[TraceStep] = Field(min_length=1)
+    note_heading: str = ""
+    source: TraceSource = TraceSource()
+
+    @model_validator(mode="after")
+    def _widths(self) -> RankEventsTrace:
+        for i, step in enumerate(self.steps):
+            if len(step.cells) != len(self.columns):
+                raise ValueError(
+                    f"steps[{i}] has {len(step.cells)} cells but there are "
+                    f"{len(self.columns)} columns"
+                )
+        return self
+
+
+class BucketTrace(Strict):
+    """Per-bucket ready and reduction windows against the end of backward compute."""
+
+    kind: Literal["buckets"]
+    caption: str = ""
+    unit: str = "ms"
+    compute_end_ms: float
+    buckets: list[TraceBucket] = Field(min_length=1)
+    source: TraceSource = TraceSource()
+
+
+Trace = Annotated[RankEventsTrace | BucketTrace, Field(discriminator="kind")]
+
+
+class Knob(Strict):
+    label: str = ""
+    values: list[KnobValue] = Field(min_length=1)
+    default: KnobValue
+
+    @model_validator(mode="after")
+    def _default_allowed(self) -> Knob:
+        if self.default not in self.values:
+            raise ValueError(f"default {self.default!r} is not one of values {self.values!r}")
+        return self
+
+
+class ValueCheck(Strict):
+    name: str
+    rank: int | Literal["all"] = "all"
+    equals: Any
+    tol: float = Field(default=1e-6, ge=0)
+
+
+class BlockedCheck(Strict):
+    rank: int
+    op: str
+
+
+class ErrorCheck(Strict):
+    rank: int | Literal["any", "all"] = "any"
+    type: str | None = None
+    message_contains: str | None = None
+
+
+class BucketCountCheck(Strict):
+    rank: int = 0
+    iteration: int | None = None
+    count: int = Field(ge=0)
+
+
+class BucketOrderCheck(Strict):
+    """Bucket reductions on a rank start in this index order (a measured property, not a time)."""
+
+    rank: int = 0
+    iteration: int | None = None
+    indices: list[int]
+
+
+class Expectation(Strict):
+    """One declarative check on a measured run; exactly one check field is set."""
+
+    label: str = Field(min_length=1)
+    # Only applies to runs whose params match every entry here.
+    when: dict[str, KnobValue] = {}
+    value: ValueCheck | None = None
+    outcome: Literal["ok", "error", "timeout"] | None = None
+    blocked: BlockedCheck | None = None
+    error: ErrorCheck | None = None
+    bucket_count: BucketCountCheck | None = None
+    bucket_order: BucketOrderCheck | None = None
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> Expectation:
+        names = ("value", "outcome", "blocked", "error", "bucket_count", "bucket_order")
+        set_ = [n for n in names if getattr(self, n) is not None]
+        if len(set_) != 1:
+            raise ValueError(f"an expectation needs exactly one of {', '.join(names)}; got {set_ or 'none'}")
+        return self
+
+
+class VerifyBlock(Strict):
+    snippet: str = Field(pattern=r"^[A-Za-z0-9_.-]+\.py$")
+    world_size: int = Field(default=2, ge=1, le=MAX_WORLD_SIZE)
+    timeout_s: float = Field(default=10.0, gt=0, le=120)
+    knobs: dict[str, Knob] = {}
+    # "all", or a list of knob assignments to audit (missing knobs take defaults).
+    audit: Literal["all", "default"] | list[dict[str, KnobValue]] = "default"
+    expect: list[Expectation] = Field(min_length=1)
+
+    @field_validator("knobs")
+    @classmethod
+    def _knob_names(cls, knobs: dict[str, Knob]) -> dict[str, Knob]:
+        for name in knobs:
+            if not re.match(KNOB_NAME_RE, name):
+                raise ValueError(f"knob name {name!r} must match {KNOB_NAME_RE}")
+        return knobs
+
+    @model_validator(mode="after")
+    def _audit_and_when(self) -> VerifyBlock:
+        if self.audit == "all" and self.combination_count() > MAX_AUDIT_ALL_COMBINATIONS:
+            raise ValueError(
+                f"audit: all would run {self.combination_count()} combinations; "
+                f"list at most {MAX_AUDIT_ALL_COMBINATIONS} explicitly"
+            )
+        assignments = self.audit if isinstance(self.audit, list) else []
+        for i, combo in enumerate(assignments):
+            self._check_assignment(combo, f"audit[{i}]")
+        for i, exp in enumerate(self.expect):
+            self._check_assignment(exp.when, f"expect[{i}].when")
+        return self
+
+    def _check_assignment(self, combo: dict[str, KnobValue], where: str) -> None:
+        for name, value in combo.items():
+            if name == "world_size":
+                if not isinstance(value, int) or not 1 <= value <= MAX_WORLD_SIZE:
+                    raise ValueError(f"{where}: world_size must be 1..{MAX_WORLD_SIZE}")
+                continue
+            if name not in self.knobs:
+                raise ValueError(f"{where}: unknown knob {name!r}")
+            if value not in self.knobs[name].values:
+                raise ValueError(f"{where}: {value!r} is not an allowed value of knob {name!r}")
+
+    def combination_count(self) -> int:
+        n = 1
+        for knob in self.knobs.values():
+            n *= len(knob.values)
+        return n
+
+    def defaults(self) -> dict[str, KnobValue]:
+        return {name: knob.default for name, knob in self.knobs.items()}
+
+
+class QuestionDoc(Strict):
+    """One question as written in question_bank/<topic>/<slug>.yaml."""
+
+    slug: str = Field(pattern=SLUG_RE, max_length=80)
+    topic: str = Field(pattern=SLUG_RE)
+    title: str = Field(min_length=1, max_length=200)
+    tags: list[Annotated[str, Field(pattern=SLUG_RE)]] = []
+    difficulty: int = Field(ge=1, le=3)
+    type: QuestionType
+    # For trace questions: how the learner answers.
+    answer_format: AnswerFormat | None = None
+    prompt: str = Field(min_length=1)
+    choices: list[Choice] = []
+    answer: NumericAnswer | None = None
+    explanation: str = Field(min_length=1)
+    trace: Trace | None = None
+    verify: VerifyBlock | None = None
+    # The snippet's text; filled in by the loader from verify.snippet, never written in YAML.
+    snippet_text: str | None = Field(default=None, exclude=True)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> QuestionDoc:
+        fmt = self.effective_format
+        if self.type == "trace":
+            if self.answer_format is None:
+                raise ValueError("a trace question needs answer_format: single, multi or numeric")
+            if self.trace is None:
+                raise ValueError("a trace question needs a trace")
+        elif self.answer_format is not None:
+            raise ValueError("answer_format is only for type: trace")
+        if fmt == "numeric":
+            if self.answer is None:
+                raise ValueError("a numeric question needs answer: {value, abs_tol or rel_tol}")
+            if self.choices:
+                raise ValueError("a numeric question has no choices")
+        else:
+            if self.answer is not None:
+                raise ValueError(f"a {fmt} question has choices, not a numeric answer")
+            if len(self.choices) < 2:
+                raise ValueError("needs at least 2 choices")
+            if len(self.choices) > 26:
+                raise ValueError("at most 26 choices")
+            right = sum(c.correct for c in self.choices)
+            if fmt == "single" and right != 1:
+                raise ValueError(f"a single-choice question needs exactly 1 correct choice, has {right}")
+            if fmt == "multi" and right < 1:
+                raise ValueError("a multi-select question needs at least 1 correct choice")
+            keys = [c.key for c in self.choices]
+            if any(keys) and (not all(keys) or len(set(keys)) != len(keys)):
+                raise ValueError("choice keys must be all given and distinct, or all omitted")
+        return self
+
+    @model_validator(mode="after")
+    def _assign_keys(self) -> QuestionDoc:
+        if self.choices and not self.choices[0].key:
+            keyed = [
+                c.model_copy(update={"key": string.ascii_lowercase[i]})
+                for i, c in enumerate(self.choices)
+            ]
+            object.__setattr__(self, "choices", keyed)
+        return self
+
+    @property
+    def effective_format(self) -> AnswerFormat:
+        if self.type == "trace":
+            return self.answer_format or "single"
+        return self.type
+
+    @property
+    def correct_keys(self) -> list[str]:
+        return [c.key for c in self.choices if c.correct]
+
+
+class TopicDoc(Strict):
+    """question_bank/<topic>/_topic.yaml: how a topic is named and ordered."""
+
+    title: str = Field(min_length=1)
+    description: str = ""
+    position: int = 100

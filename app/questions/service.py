@@ -1,0 +1,216 @@
+"""Questions in the database: importing the bank, revisions, listing and loading."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from app.questions.bank import Bank, content_hash, doc_from_data, doc_to_data
+from app.questions.models import (
+    STATUS_PUBLISHED,
+    STATUS_RETIRED,
+    Question,
+    QuestionRevision,
+    Topic,
+)
+from app.questions.schema import QuestionDoc, TopicDoc
+
+
+@dataclass
+class ImportReport:
+    created: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    retired: list[str] = field(default_factory=list)
+    restored: list[str] = field(default_factory=list)
+
+    def summary(self) -> str:
+        return (
+            f"{len(self.created)} created, {len(self.updated)} updated, "
+            f"{len(self.unchanged)} unchanged, {len(self.retired)} retired, "
+            f"{len(self.restored)} restored"
+        )
+
+
+def revision_doc(revision: QuestionRevision) -> QuestionDoc:
+    """The validated question document a revision holds."""
+    return doc_from_data(revision.content, revision.snippet_text)
+
+
+def add_revision(
+    *,
+    db_session: Session,
+    question: Question,
+    doc: QuestionDoc,
+    source: str,
+    author_id: int | None = None,
+    note: str = "",
+) -> QuestionRevision:
+    """Append a new immutable revision and make it the question's current one."""
+    last = db_session.scalar(
+        select(func.max(QuestionRevision.number)).where(QuestionRevision.question_id == question.id)
+    )
+    revision = QuestionRevision(
+        question_id=question.id,
+        number=(last or 0) + 1,
+        content=doc_to_data(doc),
+        snippet_text=doc.snippet_text,
+        content_hash=content_hash(doc),
+        source=source,
+        author_id=author_id,
+        note=note,
+    )
+    db_session.add(revision)
+    db_session.flush()
+    question.current_revision_id = revision.id
+    question.current_revision = revision
+    _denormalise(question, doc)
+    return revision
+
+
+def _denormalise(question: Question, doc: QuestionDoc) -> None:
+    question.topic = doc.topic
+    question.title = doc.title
+    question.difficulty = doc.difficulty
+    question.type = doc.type
+    question.tags = list(doc.tags)
+    question.has_snippet = doc.verify is not None
+
+
+def upsert_topic(*, db_session: Session, slug: str, topic: TopicDoc) -> Topic:
+    """Create or update a topic's title, description and position."""
+    row = db_session.get(Topic, slug)
+    if row is None:
+        row = Topic(slug=slug, title=topic.title, description=topic.description,
+                    position=topic.position)
+        db_session.add(row)
+    else:
+        row.title, row.description, row.position = topic.title, topic.description, topic.position
+    db_session.flush()
+    return row
+
+
+def import_bank(*, db_session: Session, bank: Bank, retire_missing: bool = True) -> ImportReport:
+    """Upsert every question of a valid bank by slug; a changed one gets a new revision.
+
+    The caller owns the transaction, so a failure anywhere leaves the database as it was.
+    """
+    if bank.errors:
+        raise ValueError("refusing to import a bank with errors")
+    report = ImportReport()
+    for slug, topic in bank.topics.items():
+        upsert_topic(db_session=db_session, slug=slug, topic=topic)
+    existing = {q.slug: q for q in db_session.scalars(select(Question))}
+    for doc in bank.questions:
+        question = existing.get(doc.slug)
+        if question is None:
+            question = Question(
+                slug=doc.slug, status=STATUS_PUBLISHED, topic=doc.topic, title=doc.title,
+                difficulty=doc.difficulty, type=doc.type,
+            )
+            db_session.add(question)
+            db_session.flush()
+            add_revision(db_session=db_session, question=question, doc=doc, source="import")
+            report.created.append(doc.slug)
+            continue
+        current = question.current_revision
+        if current is None or current.content_hash != content_hash(doc):
+            add_revision(db_session=db_session, question=question, doc=doc, source="import")
+            report.updated.append(doc.slug)
+        else:
+            report.unchanged.append(doc.slug)
+        if question.status == STATUS_RETIRED:
+            question.status = STATUS_PUBLISHED
+            report.restored.append(doc.slug)
+    if retire_missing:
+        present = {doc.slug for doc in bank.questions}
+        for slug, question in existing.items():
+            if slug not in present and question.status != STATUS_RETIRED:
+                question.status = STATUS_RETIRED
+                report.retired.append(slug)
+    db_session.flush()
+    return report
+
+
+def export_bank(*, db_session: Session) -> tuple[list[QuestionDoc], dict[str, TopicDoc]]:
+    """The current revision of every question that is not retired, and every topic."""
+    topics = {
+        t.slug: TopicDoc(title=t.title, description=t.description, position=t.position)
+        for t in db_session.scalars(select(Topic).order_by(Topic.position, Topic.slug))
+    }
+    docs = []
+    for question in db_session.scalars(
+        select(Question).where(Question.status != STATUS_RETIRED).order_by(Question.slug)
+    ):
+        if question.current_revision is not None:
+            docs.append(revision_doc(question.current_revision))
+    return docs, topics
+
+
+def get_question(*, db_session: Session, slug: str) -> Question | None:
+    """The question with this slug, whatever its status."""
+    return db_session.scalar(select(Question).where(Question.slug == slug))
+
+
+def get_published(*, db_session: Session, slug: str) -> Question | None:
+    """The question with this slug if learners may see it."""
+    question = get_question(db_session=db_session, slug=slug)
+    if question is None or question.status != STATUS_PUBLISHED or question.current_revision is None:
+        return None
+    return question
+
+
+def list_published(
+    *,
+    db_session: Session,
+    topics: list[str] | None = None,
+    tag: str | None = None,
+    difficulty: int | None = None,
+) -> list[Question]:
+    """Published questions, filtered, in topic then difficulty order."""
+    stmt = (
+        select(Question)
+        .join(Topic, Topic.slug == Question.topic)
+        .where(Question.status == STATUS_PUBLISHED)
+        .order_by(Topic.position, Question.topic, Question.difficulty, Question.slug)
+    )
+    if topics:
+        stmt = stmt.where(Question.topic.in_(topics))
+    if difficulty is not None:
+        stmt = stmt.where(Question.difficulty == difficulty)
+    questions = list(db_session.scalars(stmt).unique())
+    if tag:
+        questions = [q for q in questions if tag in (q.tags or [])]
+    return questions
+
+
+@dataclass
+class TopicSummary:
+    topic: Topic
+    count: int
+    difficulties: dict[int, int]
+
+
+def topic_summaries(*, db_session: Session) -> list[TopicSummary]:
+    """Every topic with its published question count and count per difficulty."""
+    rows = db_session.execute(
+        select(Question.topic, Question.difficulty, func.count())
+        .where(Question.status == STATUS_PUBLISHED)
+        .group_by(Question.topic, Question.difficulty)
+    ).all()
+    per_topic: dict[str, dict[int, int]] = {}
+    for topic, difficulty, count in rows:
+        per_topic.setdefault(topic, {})[difficulty] = count
+    out = []
+    for topic in db_session.scalars(select(Topic).order_by(Topic.position, Topic.slug)):
+        diffs = per_topic.get(topic.slug, {})
+        if diffs:
+            out.append(TopicSummary(topic=topic, count=sum(diffs.values()), difficulties=diffs))
+    return out
+
+
+def get_topic(*, db_session: Session, slug: str) -> Topic | None:
+    """The topic with this slug."""
+    return db_session.get(Topic, slug)

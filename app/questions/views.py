@@ -1,0 +1,107 @@
+"""Learner pages: home, topics, and a question practised on its own."""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any
+
+from fastapi import APIRouter, HTTPException, Request
+from fastapi.responses import Response
+
+from app.deps import CurrentLearner, SessionDep, is_htmx
+from app.practice.grading import MULTI_RULE, InvalidAnswer, correct_answer, tolerance_text
+from app.practice.service import AlreadyAnswered, answer_question
+from app.questions import service
+from app.questions.models import Question
+from app.questions.schema import QuestionDoc
+from app.templating import templates
+
+router = APIRouter(include_in_schema=False)
+
+
+def question_context(doc: QuestionDoc) -> dict[str, Any]:
+    """What every question template needs, without the answer key."""
+    return {"doc": doc, "fmt": doc.effective_format, "multi_rule": MULTI_RULE,
+            "tolerance": tolerance_text(doc) if doc.effective_format == "numeric" else ""}
+
+
+def graded_context(doc: QuestionDoc, answer: Any, score: float, correct: bool) -> dict[str, Any]:
+    """The graded state: now the answer key and the explanation may be shown."""
+    return {**question_context(doc), "graded": True, "answer": answer, "score": score,
+            "correct": correct, "key": correct_answer(doc)}
+
+
+async def read_answer(request: Request, fmt: str) -> tuple[Any, str | None]:
+    """The submitted answer from a form: one key, a list of keys, or the typed number."""
+    form = await request.form()
+    token = form.get("token")
+    values = [v for v in form.getlist("answer") if isinstance(v, str)]
+    if fmt == "multi":
+        return values, token if isinstance(token, str) else None
+    return (values[0] if values else ""), token if isinstance(token, str) else None
+
+
+@router.get("/")
+def home(request: Request, db_session: SessionDep) -> Response:
+    summaries = service.topic_summaries(db_session=db_session)
+    total = sum(s.count for s in summaries)
+    return templates.TemplateResponse(
+        request, "questions/home.html", {"summaries": summaries, "total": total}
+    )
+
+
+@router.get("/topics/{slug}")
+def topic_page(request: Request, slug: str, db_session: SessionDep) -> Response:
+    topic = service.get_topic(db_session=db_session, slug=slug)
+    if topic is None:
+        raise HTTPException(404, f"No topic called {slug!r}.")
+    questions = service.list_published(db_session=db_session, topics=[slug])
+    return templates.TemplateResponse(
+        request, "questions/topic.html", {"topic": topic, "questions": questions}
+    )
+
+
+def _published_or_404(db_session: Any, slug: str) -> Question:
+    question = service.get_published(db_session=db_session, slug=slug)
+    if question is None:
+        raise HTTPException(404, f"No question called {slug!r}.")
+    return question
+
+
+@router.get("/questions/{slug}")
+def question_page(request: Request, slug: str, db_session: SessionDep) -> Response:
+    question = _published_or_404(db_session, slug)
+    assert question.current_revision is not None
+    doc = service.revision_doc(question.current_revision)
+    ctx = {**question_context(doc), "question": question, "token": secrets.token_urlsafe(16),
+           "action": f"/questions/{slug}/answer"}
+    return templates.TemplateResponse(request, "questions/question.html", ctx)
+
+
+@router.post("/questions/{slug}/answer")
+async def answer_page(
+    request: Request, slug: str, db_session: SessionDep, learner_id: CurrentLearner
+) -> Response:
+    question = _published_or_404(db_session, slug)
+    assert question.current_revision is not None
+    doc = service.revision_doc(question.current_revision)
+    raw, token = await read_answer(request, doc.effective_format)
+    base = {"question": question, "action": f"/questions/{slug}/answer"}
+    try:
+        _attempt, grade = answer_question(db_session=db_session, learner_id=learner_id,
+                                         question=question, raw_answer=raw, token=token)
+        ctx = {**base, **graded_context(doc, grade.answer, grade.score, grade.correct)}
+        status = 200
+    except AlreadyAnswered as exc:
+        prior = exc.attempt
+        ctx = {**base, **graded_context(doc, prior.answer, prior.score, prior.correct),
+               "notice": "This answer was already submitted; the first submission counts."}
+        status = 200
+    except InvalidAnswer as exc:
+        ctx = {**base, **question_context(doc), "error": str(exc), "token": token,
+               "previous": raw}
+        status = 422
+    if is_htmx(request):
+        return templates.TemplateResponse(request, "questions/_answer_area.html", ctx,
+                                          status_code=status)
+    return templates.TemplateResponse(request, "questions/question.html", ctx, status_code=status)

@@ -1,0 +1,37 @@
+"""The Jinja environment shared by every view."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fastapi.templating import Jinja2Templates
+
+from app.render.markdown import highlight_code, render_inline, render_markdown
+
+TEMPLATES_DIR = Path(__file__).resolve().parent.parent / "templates"
+STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
+
+DIFFICULTY_NAMES = {1: "warm-up", 2: "core", 3: "deep"}
+
+
+def _ms(value: float | int | None) -> str:
+    if value is None:
+        return "—"
+    seconds = value / 1000
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    return f"{int(seconds // 60)} min {int(seconds % 60)} s"
+
+
+def make_templates() -> Jinja2Templates:
+    templates = Jinja2Templates(directory=str(TEMPLATES_DIR))
+    env = templates.env
+    env.filters["markdown"] = render_markdown
+    env.filters["inline"] = render_inline
+    env.filters["duration"] = _ms
+    env.globals["highlight"] = highlight_code
+    env.globals["difficulty_names"] = DIFFICULTY_NAMES
+    return templates
+
+
+templates = make_templates()
