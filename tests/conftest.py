@@ -1,0 +1,124 @@
+"""Shared fixtures: a real database per backend, the app, and a small fixture bank.
+
+Every database test runs on a real SQLite file, and again on PostgreSQL when
+DDPDRILL_TEST_DATABASE_URL is set (CI sets it). Each PostgreSQL test session
+works in its own schema, so parallel runs on one server do not collide.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import Engine, create_engine, text
+from sqlalchemy.orm import Session, sessionmaker
+
+from app.db import Base, make_engine, make_sessionmaker
+from app.main import create_app
+from app.migrate import upgrade
+from app.questions.bank import load_bank
+from app.questions.service import import_bank
+from app.settings import Settings
+
+FIXTURE_BANK = Path(__file__).parent / "fixtures" / "bank"
+REAL_BANK = Path(__file__).resolve().parent.parent / "question_bank"
+PG_ENV = "DDPDRILL_TEST_DATABASE_URL"
+
+
+def _backends() -> list[str]:
+    return ["sqlite", "postgresql"] if os.environ.get(PG_ENV) else ["sqlite"]
+
+
+def _pg_schema_url(base_url: str, schema: str) -> str:
+    sep = "&" if "?" in base_url else "?"
+    return f"{base_url}{sep}options={quote(f'-csearch_path={schema}')}"
+
+
+@pytest.fixture(scope="session", params=_backends())
+def database_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A migrated, empty database: an SQLite file, or a fresh PostgreSQL schema."""
+    if request.param == "sqlite":
+        path = tmp_path_factory.mktemp("db") / "test.db"
+        url = f"sqlite:///{path}"
+        upgrade(url)
+        yield url
+        return
+    base = os.environ[PG_ENV]
+    schema = f"t_{uuid.uuid4().hex[:12]}"
+    admin = create_engine(base)
+    try:
+        with admin.begin() as conn:
+            conn.execute(text(f'CREATE SCHEMA "{schema}"'))
+    except Exception as exc:  # CI must not silently skip PostgreSQL
+        pytest.fail(f"PostgreSQL at {base} is unreachable: {exc}")
+    url = _pg_schema_url(base, schema)
+    upgrade(url)
+    yield url
+    with admin.begin() as conn:
+        conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
+    admin.dispose()
+
+
+@pytest.fixture(scope="session")
+def db_engine(database_url: str) -> Iterator[Engine]:
+    engine = make_engine(database_url)
+    yield engine
+    engine.dispose()
+
+
+def _wipe(engine: Engine) -> None:
+    with engine.begin() as conn:
+        if engine.dialect.name == "postgresql":
+            names = ", ".join(f'"{t.name}"' for t in Base.metadata.sorted_tables)
+            conn.execute(text(f"TRUNCATE {names} RESTART IDENTITY CASCADE"))
+        else:
+            for table in reversed(Base.metadata.sorted_tables):
+                conn.execute(table.delete())
+
+
+@pytest.fixture
+def session_factory(db_engine: Engine) -> Iterator[sessionmaker[Session]]:
+    """A sessionmaker on a database that is emptied after the test."""
+    yield make_sessionmaker(db_engine)
+    _wipe(db_engine)
+
+
+@pytest.fixture
+def db_session(session_factory: sessionmaker[Session]) -> Iterator[Session]:
+    session = session_factory()
+    yield session
+    session.rollback()
+    session.close()
+
+
+@pytest.fixture
+def settings(database_url: str, tmp_path: Path) -> Settings:
+    return Settings(database_url=database_url, secret_key="test-secret-" + uuid.uuid4().hex,
+                    data_dir=tmp_path / "data", bank_dir=FIXTURE_BANK, workers=0)
+
+
+@pytest.fixture
+def app_client(settings: Settings, session_factory: sessionmaker[Session]) -> Iterator[TestClient]:
+    """The app on the test database, with no question loaded."""
+    with TestClient(create_app(settings)) as client:
+        yield client
+
+
+@pytest.fixture
+def loaded(session_factory: sessionmaker[Session]) -> None:
+    """Import the fixture bank."""
+    bank = load_bank(FIXTURE_BANK)
+    assert bank.ok, bank.errors
+    with session_factory.begin() as session:
+        import_bank(db_session=session, bank=bank)
+
+
+@pytest.fixture
+def client(app_client: TestClient, loaded: None) -> TestClient:
+    """The app with the fixture bank loaded."""
+    return app_client
