@@ -1,0 +1,105 @@
+"""Expectations checked against run results in their stored JSON form."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from app.questions.schema import Expectation
+from app.verify.expectations import applies, check, close, evaluate
+
+
+def result(**over: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {
+        "outcome": "ok",
+        "ranks": [
+            {"rank": 0, "values": {"g": [[1.5, 1.5]], "n": 3}, "error": None, "blocked_in": None},
+            {"rank": 1, "values": {"g": [[1.5, 1.5]], "n": 4}, "error": None, "blocked_in": None},
+        ],
+        "buckets": [
+            {"rank": 0, "iteration": 0, "index": 0, "reduce_start_ms": 5.0},
+            {"rank": 0, "iteration": 1, "index": 1, "reduce_start_ms": 9.0},
+            {"rank": 0, "iteration": 1, "index": 0, "reduce_start_ms": 11.0},
+            {"rank": 1, "iteration": 0, "index": 0, "reduce_start_ms": 5.2},
+        ],
+    }
+    base.update(over)
+    return base
+
+
+def exp(**kw: Any) -> Expectation:
+    return Expectation.model_validate({"label": "x", **kw})
+
+
+def test_value_on_every_rank_passes_within_tolerance() -> None:
+    got = check(exp(value={"name": "g", "equals": [[1.5, 1.5000001]]}), result())
+    assert got.passed
+    assert got.per_rank == {0: ([[1.5, 1.5]], True), 1: ([[1.5, 1.5]], True)}
+
+
+def test_value_fails_when_one_rank_differs() -> None:
+    got = check(exp(value={"name": "n", "equals": 3}), result())
+    assert not got.passed
+    assert got.per_rank is not None and got.per_rank[1] == (4, False)
+
+
+def test_value_on_one_rank_ignores_the_others() -> None:
+    assert check(exp(value={"name": "n", "rank": 1, "equals": 4}), result()).passed
+
+
+def test_missing_value_fails_and_says_not_reported() -> None:
+    got = check(exp(value={"name": "absent", "equals": 1}), result())
+    assert not got.passed and "not reported" in got.measured
+
+
+def test_outcome_check() -> None:
+    assert check(exp(outcome="ok"), result()).passed
+    assert not check(exp(outcome="timeout"), result()).passed
+
+
+def test_blocked_check_names_rank_and_op() -> None:
+    res = result(outcome="timeout")
+    res["ranks"][0]["blocked_in"] = {"op": "all_reduce", "since_ms": 12.0, "iteration": 2}
+    assert check(exp(blocked={"rank": 0, "op": "all_reduce"}), res).passed
+    assert not check(exp(blocked={"rank": 0, "op": "barrier"}), res).passed
+    assert not check(exp(blocked={"rank": 1, "op": "all_reduce"}), res).passed
+
+
+def test_error_check_matches_type_and_message_fragment() -> None:
+    res = result(outcome="error")
+    res["ranks"][1]["error"] = {"type": "RuntimeError", "message": "Rank 1 exhausted all inputs",
+                                "line": 9}
+    assert check(exp(error={"type": "RuntimeError", "message_contains": "exhausted"}), res).passed
+    assert check(exp(error={"rank": 1, "type": "RuntimeError"}), res).passed
+    assert not check(exp(error={"rank": "all", "type": "RuntimeError"}), res).passed
+    assert not check(exp(error={"rank": 0}), res).passed
+
+
+def test_bucket_count_and_order() -> None:
+    assert check(exp(bucket_count={"rank": 0, "count": 3}), result()).passed
+    assert check(exp(bucket_count={"rank": 0, "iteration": 1, "count": 2}), result()).passed
+    assert check(exp(bucket_order={"rank": 0, "iteration": 1, "indices": [1, 0]}), result()).passed
+    assert not check(exp(bucket_order={"rank": 0, "iteration": 1, "indices": [0, 1]}), result()).passed
+
+
+def test_when_conditions_select_expectations_by_knob() -> None:
+    e1 = exp(when={"divide": True}, value={"name": "n", "rank": 0, "equals": 3})
+    e2 = exp(when={"divide": False}, value={"name": "n", "rank": 0, "equals": 99})
+    assert applies(e1, {"divide": True}, 2) and not applies(e2, {"divide": True}, 2)
+    checks = evaluate([e1, e2], result(), {"divide": True}, 2)
+    assert len(checks) == 1 and checks[0].passed
+
+
+def test_when_on_world_size() -> None:
+    e = exp(when={"world_size": 4}, outcome="ok")
+    assert applies(e, {}, 4) and not applies(e, {}, 2)
+
+
+@pytest.mark.parametrize(
+    ("measured", "expected", "ok"),
+    [(1.0, 1.0, True), (1.0, 1.1, False), ([1, [2, 3]], [1, [2, 3.0000001]], True),
+     ([1, 2], [1, 2, 3], False), (True, 1, False), ("a", "a", True), (float("nan"), 1.0, False)],
+)
+def test_close_compares_nested_numbers(measured: Any, expected: Any, ok: bool) -> None:
+    assert close(measured, expected, 1e-6) is ok
