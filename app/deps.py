@@ -8,6 +8,7 @@ from typing import Annotated
 from fastapi import Depends, Request
 from sqlalchemy.orm import Session
 
+from app.csrf import require_csrf
 from app.settings import Settings
 
 
@@ -38,6 +39,8 @@ def get_settings_dep(request: Request) -> Settings:
 SessionDep = Annotated[Session, Depends(get_session, scope="function")]
 CurrentLearner = Annotated[str, Depends(get_learner_id)]
 SettingsDep = Annotated[Settings, Depends(get_settings_dep)]
+# Add to every state-changing route: `_: CSRF`; tests enumerate routes to check it.
+CSRF = Annotated[None, Depends(require_csrf)]
 
 
 def is_htmx(request: Request) -> bool:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from fastapi.templating import Jinja2Templates
 
+from app.csrf import csrf_token
 from app.render.markdown import highlight_code, render_inline, render_markdown
 
 TEMPLATES_DIR = Path(__file__).resolve().parent.parent / "templates"
@@ -30,6 +31,7 @@ def make_templates() -> Jinja2Templates:
     env.filters["inline"] = render_inline
     env.filters["duration"] = _ms
     env.globals["highlight"] = highlight_code
+    env.globals["csrf_token"] = csrf_token
     env.globals["difficulty_names"] = DIFFICULTY_NAMES
     return templates
 

@@ -1,0 +1,52 @@
+"""CSRF protection for every state-changing browser request.
+
+The token is the learner id signed with the app's key (salt "csrf"): stateless,
+bound to the visitor's own signed cookie, so a page on another site cannot
+produce it. Forms carry it as `csrf_token`; htmx sends it as the X-CSRF-Token
+header (base.html sets hx-headers). JSON requests are exempt: a cross-site page
+cannot send `application/json` without a CORS preflight, which this app never
+grants.
+"""
+
+from __future__ import annotations
+
+from fastapi import HTTPException, Request
+from itsdangerous import BadSignature, URLSafeSerializer
+
+CSRF_FIELD = "csrf_token"
+CSRF_HEADER = "X-CSRF-Token"
+SAFE_METHODS = {"GET", "HEAD", "OPTIONS", "TRACE"}
+
+
+def _serializer(request: Request) -> URLSafeSerializer:
+    return URLSafeSerializer(request.app.state.settings.resolved_secret_key(), salt="csrf")
+
+
+def csrf_token(request: Request) -> str:
+    """The token this visitor's forms must send back."""
+    return str(_serializer(request).dumps(str(request.state.learner_id)))
+
+
+def _valid(request: Request, token: object) -> bool:
+    if not isinstance(token, str) or not token:
+        return False
+    try:
+        return bool(_serializer(request).loads(token) == str(request.state.learner_id))
+    except BadSignature:
+        return False
+
+
+async def require_csrf(request: Request) -> None:
+    """Refuse a state-changing browser request without this visitor's token (403)."""
+    if request.method in SAFE_METHODS:
+        return
+    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if content_type == "application/json":
+        return
+    if _valid(request, request.headers.get(CSRF_HEADER)):
+        return
+    if content_type in ("application/x-www-form-urlencoded", "multipart/form-data"):
+        form = await request.form()
+        if _valid(request, form.get(CSRF_FIELD)):
+            return
+    raise HTTPException(403, "This form has expired or came from another site; reload the page and try again.")
