@@ -49,4 +49,6 @@ async def require_csrf(request: Request) -> None:
         form = await request.form()
         if _valid(request, form.get(CSRF_FIELD)):
             return
-    raise HTTPException(403, "This form has expired or came from another site; reload the page and try again.")
+    raise HTTPException(
+        403, "This form has expired or came from another site; reload the page and try again."
+    )
