@@ -77,6 +77,9 @@ def _wipe(engine: Engine) -> None:
             names = ", ".join(f'"{t.name}"' for t in Base.metadata.sorted_tables)
             conn.execute(text(f"TRUNCATE {names} RESTART IDENTITY CASCADE"))
         else:
+            # questions.current_revision_id and question_revisions.question_id point at each
+            # other; break that cycle before deleting, since SQLite checks foreign keys.
+            conn.execute(text("UPDATE questions SET current_revision_id = NULL"))
             for table in reversed(Base.metadata.sorted_tables):
                 conn.execute(table.delete())
 
