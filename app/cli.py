@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from sqlalchemy import func, select
 
 from app.db import make_engine, make_sessionmaker, session_scope
@@ -43,7 +44,8 @@ def db_upgrade() -> None:
 def _check(directory: Path) -> int:
     bank = load_bank(directory)
     for error in bank.errors:
-        err.print(f"[red]error[/red] {error}", highlight=False, markup=True)
+        # Escaped: "[field]" is not rich markup. Unwrapped: one error per line, greppable.
+        err.print(f"[red]error[/red] {escape(str(error))}", highlight=False, soft_wrap=True)
     if bank.errors:
         err.print(f"{len(bank.errors)} error(s) in {directory}")
         return 1
@@ -64,7 +66,8 @@ def import_directory(settings: Settings, directory: Path) -> int:
     """Validate, then import all of the bank in one transaction; 1 on any error."""
     bank = load_bank(directory)
     for error in bank.errors:
-        err.print(f"[red]error[/red] {error}", highlight=False)
+        # Escaped: "[field]" is not rich markup. Unwrapped: one error per line, greppable.
+        err.print(f"[red]error[/red] {escape(str(error))}", highlight=False, soft_wrap=True)
     if bank.errors:
         err.print(f"{len(bank.errors)} error(s); nothing was imported.")
         return 1
@@ -99,6 +102,107 @@ def bank_export(directory: Annotated[Path, typer.Argument(help="Folder to write 
         engine.dispose()
     write_bank(directory, docs, topics)
     out.print(f"Wrote {len(docs)} questions in {len(topics)} topics to {directory}.")
+
+
+@bank_app.command("verify")
+def bank_verify(
+    slug: Annotated[str | None, typer.Option(help="Audit only this question.")] = None,
+    fresh: Annotated[bool, typer.Option("--fresh", help="Ignore cached runs; execute again.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the audit as JSON only.")] = False,
+) -> None:
+    """Run every question's expectations against torch; exit 1 if any answer key disagrees."""
+    import json
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.table import Table
+
+    from app.verify.audit import audit_bank
+
+    settings = get_settings()
+    if settings.uses_default_database:
+        _upgrade(settings)
+    engine = make_engine(settings.resolved_database_url)
+    factory = make_sessionmaker(engine)
+    try:
+        if as_json:
+            audits = audit_bank(factory, settings, slug=slug, fresh=fresh)
+        else:
+            with Progress(TextColumn("Verifying runs"), BarColumn(), MofNCompleteColumn(),
+                          TimeElapsedColumn(), console=err, transient=True) as progress:
+                task = progress.add_task("runs", total=None)
+                audits = audit_bank(
+                    factory, settings, slug=slug, fresh=fresh,
+                    on_progress=lambda done, total: progress.update(task, completed=done, total=total),
+                )
+    finally:
+        engine.dispose()
+    if slug and not audits:
+        err.print(f"No question {slug!r} with a snippet.")
+        raise typer.Exit(1)
+    failed = [a for a in audits if not a.passed]
+    if as_json:
+        print(json.dumps([
+            {"slug": a.slug, "passed": a.passed, "combos": [
+                {"params": c.params, "world_size": c.world_size, "run_id": c.run_id,
+                 "status": c.status, "outcome": c.outcome, "failure": c.failure,
+                 "passed": c.passed, "checks": [x.to_json() for x in c.checks]}
+                for c in a.combos]}
+            for a in audits], indent=2))
+    else:
+        table = Table(title="Answer keys against torch", show_lines=False)
+        for col in ("question", "knobs", "check", "expected", "measured", "result"):
+            table.add_column(col, overflow="fold")
+        for a in audits:
+            for c in a.combos:
+                knobs = ", ".join(f"{k}={v}" for k, v in c.params.items()) or "—"
+                if c.failure:
+                    table.add_row(a.slug, knobs, "run", "a finished run", c.failure, "[red]FAIL[/red]")
+                for x in c.checks:
+                    table.add_row(a.slug, knobs, x.label, x.expected, x.measured,
+                                  "[green]pass[/green]" if x.passed else "[red]FAIL[/red]")
+        out.print(table)
+        combos = sum(len(a.combos) for a in audits)
+        out.print(f"{len(audits) - len(failed)}/{len(audits)} questions agree with torch "
+                  f"({combos} knob combinations).")
+    if failed:
+        if not as_json:
+            err.print("Disagree: " + ", ".join(a.slug for a in failed))
+        raise typer.Exit(1)
+
+
+@app.command()
+def worker(
+    concurrency: Annotated[int, typer.Option(min=1, max=8, help="Runs executed at once.")] = 1,
+) -> None:
+    """Run verify workers against the configured database until SIGTERM or Ctrl-C."""
+    import signal
+    import threading
+
+    from app.verify.worker import WorkerPool
+
+    settings = get_settings()
+    if settings.uses_default_database:
+        _upgrade(settings)
+    engine = make_engine(settings.resolved_database_url)
+    pool = WorkerPool(make_sessionmaker(engine), settings, concurrency)
+    stopping = threading.Event()
+
+    def _stop(signum: int, _frame: object) -> None:
+        out.print(f"Signal {signum}: finishing the runs in hand, then stopping.")
+        stopping.set()
+
+    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGINT, _stop)
+    pool.start()
+    out.print(f"{concurrency} worker(s) waiting for runs.")
+    while not stopping.wait(0.5):
+        pass
+    pool.shutdown()
+    engine.dispose()
+    from app.verify.engine import get_engine
+
+    get_engine().close()
+    out.print("Workers stopped.")
 
 
 def prepare_default(settings: Settings) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from app.questions.schema import QuestionDoc, TopicDoc
+from app.questions.schema import FieldError, QuestionDoc, TopicDoc
 
 TOPIC_FILE = "_topic.yaml"
 # A question file larger than this is almost certainly a mistake (a pasted log).
@@ -81,13 +81,18 @@ def _line_of(node: yaml.Node | None, loc: tuple[int | str, ...]) -> int | None:
     return line
 
 
+def _author_loc(loc: tuple[int | str, ...]) -> tuple[int | str, ...]:
+    """The location as the author wrote it: without pydantic's tag for the kind of trace."""
+    if len(loc) > 1 and loc[0] == "trace" and loc[1] in ("rank_events", "buckets"):
+        return loc[:1] + loc[2:]
+    return loc
+
+
 def _field_name(loc: tuple[int | str, ...]) -> str:
     out = ""
     for part in loc:
         if isinstance(part, int):
             out += f"[{part}]"
-        elif part in ("rank_events", "buckets") and out.endswith("trace"):
-            continue  # pydantic's discriminator tag, not a field the author wrote
         else:
             out += f".{part}" if out else str(part)
     return out
@@ -118,7 +123,10 @@ def _validation_errors(
 ) -> list[BankError]:
     out = []
     for err in exc.errors():
-        loc = tuple(err["loc"])
+        loc = _author_loc(tuple(err["loc"]))
+        cause = err.get("ctx", {}).get("error")
+        if isinstance(cause, FieldError):
+            loc += cause.loc
         msg = err["msg"].removeprefix("Value error, ")
         out.append(BankError(rel, _field_name(loc), msg, _line_of(node, loc)))
     return out

@@ -25,6 +25,18 @@ AnswerFormat = Literal["single", "multi", "numeric"]
 KnobValue = bool | int | float | str
 
 
+class FieldError(ValueError):
+    """A check on a whole model that blames one field, so the loader can name it and its line.
+
+    pydantic reports a model validator's error at the model itself; the loader appends
+    `loc` to that location (app.questions.bank._validation_errors).
+    """
+
+    def __init__(self, loc: str | tuple[str | int, ...], message: str) -> None:
+        super().__init__(message)
+        self.loc: tuple[str | int, ...] = (loc,) if isinstance(loc, str) else loc
+
+
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -94,9 +106,10 @@ class RankEventsTrace(Strict):
     def _widths(self) -> RankEventsTrace:
         for i, step in enumerate(self.steps):
             if len(step.cells) != len(self.columns):
-                raise ValueError(
+                raise FieldError(
+                    ("steps", i, "cells"),
                     f"steps[{i}] has {len(step.cells)} cells but there are "
-                    f"{len(self.columns)} columns"
+                    f"{len(self.columns)} columns",
                 )
         return self
 
@@ -123,7 +136,7 @@ class Knob(Strict):
     @model_validator(mode="after")
     def _default_allowed(self) -> Knob:
         if self.default not in self.values:
-            raise ValueError(f"default {self.default!r} is not one of values {self.values!r}")
+            raise FieldError("default", f"default {self.default!r} is not one of values {self.values!r}")
         return self
 
 
@@ -201,27 +214,32 @@ class VerifyBlock(Strict):
     @model_validator(mode="after")
     def _audit_and_when(self) -> VerifyBlock:
         if self.audit == "all" and self.combination_count() > MAX_AUDIT_ALL_COMBINATIONS:
-            raise ValueError(
+            raise FieldError(
+                "audit",
                 f"audit: all would run {self.combination_count()} combinations; "
                 f"list at most {MAX_AUDIT_ALL_COMBINATIONS} explicitly"
             )
         assignments = self.audit if isinstance(self.audit, list) else []
         for i, combo in enumerate(assignments):
-            self._check_assignment(combo, f"audit[{i}]")
+            self._check_assignment(combo, f"audit[{i}]", ("audit", i))
         for i, exp in enumerate(self.expect):
-            self._check_assignment(exp.when, f"expect[{i}].when")
+            self._check_assignment(exp.when, f"expect[{i}].when", ("expect", i, "when"))
         return self
 
-    def _check_assignment(self, combo: dict[str, KnobValue], where: str) -> None:
+    def _check_assignment(
+        self, combo: dict[str, KnobValue], where: str, loc: tuple[str | int, ...]
+    ) -> None:
         for name, value in combo.items():
             if name == "world_size":
                 if not isinstance(value, int) or not 1 <= value <= MAX_WORLD_SIZE:
-                    raise ValueError(f"{where}: world_size must be 1..{MAX_WORLD_SIZE}")
+                    raise FieldError((*loc, name), f"{where}: world_size must be 1..{MAX_WORLD_SIZE}")
                 continue
             if name not in self.knobs:
-                raise ValueError(f"{where}: unknown knob {name!r}")
+                raise FieldError((*loc, name), f"{where}: unknown knob {name!r}")
             if value not in self.knobs[name].values:
-                raise ValueError(f"{where}: {value!r} is not an allowed value of knob {name!r}")
+                raise FieldError(
+                    (*loc, name), f"{where}: {value!r} is not an allowed value of knob {name!r}"
+                )
 
     def combination_count(self) -> int:
         n = 1
@@ -258,31 +276,34 @@ class QuestionDoc(Strict):
         fmt = self.effective_format
         if self.type == "trace":
             if self.answer_format is None:
-                raise ValueError("a trace question needs answer_format: single, multi or numeric")
+                raise FieldError("answer_format",
+                                 "a trace question needs answer_format: single, multi or numeric")
             if self.trace is None:
-                raise ValueError("a trace question needs a trace")
+                raise FieldError("trace", "a trace question needs a trace")
         elif self.answer_format is not None:
-            raise ValueError("answer_format is only for type: trace")
+            raise FieldError("answer_format", "answer_format is only for type: trace")
         if fmt == "numeric":
             if self.answer is None:
-                raise ValueError("a numeric question needs answer: {value, abs_tol or rel_tol}")
+                raise FieldError("answer", "a numeric question needs answer: {value, abs_tol or rel_tol}")
             if self.choices:
-                raise ValueError("a numeric question has no choices")
+                raise FieldError("choices", "a numeric question has no choices")
         else:
             if self.answer is not None:
-                raise ValueError(f"a {fmt} question has choices, not a numeric answer")
+                raise FieldError("answer", f"a {fmt} question has choices, not a numeric answer")
             if len(self.choices) < 2:
-                raise ValueError("needs at least 2 choices")
+                raise FieldError("choices", "needs at least 2 choices")
             if len(self.choices) > 26:
-                raise ValueError("at most 26 choices")
+                raise FieldError("choices", "at most 26 choices")
             right = sum(c.correct for c in self.choices)
             if fmt == "single" and right != 1:
-                raise ValueError(f"a single-choice question needs exactly 1 correct choice, has {right}")
+                raise FieldError(
+                    "choices", f"a single-choice question needs exactly 1 correct choice, has {right}"
+                )
             if fmt == "multi" and right < 1:
-                raise ValueError("a multi-select question needs at least 1 correct choice")
+                raise FieldError("choices", "a multi-select question needs at least 1 correct choice")
             keys = [c.key for c in self.choices]
             if any(keys) and (not all(keys) or len(set(keys)) != len(keys)):
-                raise ValueError("choice keys must be all given and distinct, or all omitted")
+                raise FieldError("choices", "choice keys must be all given and distinct, or all omitted")
         return self
 
     @model_validator(mode="after")

@@ -1,0 +1,109 @@
+"""Helpers shared by the tests: the fixture bank's answers, HTML parsing, forms, row counts."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+from bs4 import BeautifulSoup
+from httpx import Response
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session, sessionmaker
+
+from app.questions.bank import load_bank
+from app.questions.service import ImportReport, import_bank
+
+TESTS = Path(__file__).resolve().parent
+FIXTURE_BANK = TESTS / "fixtures" / "bank"
+BROKEN_BANKS = TESTS / "fixtures" / "broken"
+REAL_BANK = TESTS.parent / "question_bank"
+
+# The fixture bank's questions by slug: topic, a right answer and a wrong one, as a
+# form would send them (a key, a list of keys, or the typed number).
+FIXTURE = {
+    "fixture-single": {"topic": "basics", "right": "b", "wrong": "a"},
+    "fixture-multi": {"topic": "basics", "right": ["a", "b"], "wrong": ["c"]},
+    "fixture-numeric": {"topic": "basics", "right": "1400", "wrong": "1000"},
+    "fixture-trace-join": {"topic": "traces", "right": "a", "wrong": "b"},
+    "fixture-trace-buckets": {"topic": "traces", "right": "4", "wrong": "11"},
+}
+
+QUIZ_URL = re.compile(r"^/quizzes/(?P<id>[0-9a-f-]{36})/(?P<pos>\d+)$")
+
+
+def parse(response: Response | str) -> BeautifulSoup:
+    """The response's HTML as a tree."""
+    text = response if isinstance(response, str) else response.text
+    return BeautifulSoup(text, "lxml")
+
+
+def parse_fragment(response: Response) -> BeautifulSoup:
+    """An htmx fragment as a tree, without lxml adding the <html><body> it lacks."""
+    return BeautifulSoup(response.text, "html.parser")
+
+
+def form_fields(soup: BeautifulSoup, selector: str = "form") -> tuple[str, dict[str, str]]:
+    """A form's action and its hidden fields (the CSRF and one-time tokens), as a browser sends them."""
+    form = soup.select_one(selector)
+    assert form is not None, f"no {selector} on the page"
+    hidden = {i["name"]: i.get("value", "") for i in form.select("input[type=hidden]")}
+    return str(form["action"]), hidden
+
+
+def htmx_headers(soup: BeautifulSoup) -> dict[str, str]:
+    """The headers htmx adds to a request made from this page."""
+    headers = {"HX-Request": "true"}
+    body = soup.body
+    if body is not None and body.get("hx-headers"):
+        headers.update(json.loads(str(body["hx-headers"])))
+    return headers
+
+
+def submit_answer(client: Any, page_url: str, answer: Any, *, htmx: bool) -> Response:
+    """Open a question page and submit its answer form, like a browser with or without JS."""
+    page = parse(client.get(page_url))
+    action, data = form_fields(page, "form.answer-form")
+    payload: dict[str, Any] = {**data, "answer": answer}
+    return client.post(action, data=payload, headers=htmx_headers(page) if htmx else {},
+                       follow_redirects=False)
+
+
+def start_quiz(client: Any, **choices: Any) -> str:
+    """Submit the home page's "Start a quiz" form; returns the first question's URL."""
+    home = parse(client.get("/"))
+    action, data = form_fields(home, "form.quiz-form")
+    response = client.post(action, data={**data, **choices}, follow_redirects=False)
+    assert response.status_code == 303, response.text
+    location = response.headers["location"]
+    assert QUIZ_URL.match(location), location
+    return location
+
+
+def shown_slug(soup: BeautifulSoup) -> str:
+    """The slug of the question a quiz page shows (from its "practise alone" link)."""
+    link = soup.select_one("article.question p.hint a[href^='/questions/']")
+    assert link is not None
+    return str(link["href"]).removeprefix("/questions/")
+
+
+def count(session_factory: sessionmaker[Session], model: Any, *where: Any) -> int:
+    """Rows of a model in the database, as committed."""
+    with session_factory() as session:
+        return session.scalar(select(func.count()).select_from(model).where(*where)) or 0
+
+
+def copy_bank(dest: Path, source: Path = FIXTURE_BANK) -> Path:
+    """A writable copy of a bank folder."""
+    shutil.copytree(source, dest)
+    return dest
+
+
+def import_folder(session_factory: sessionmaker[Session], folder: Path) -> ImportReport:
+    """Load and import a bank folder in one transaction."""
+    bank = load_bank(folder)
+    assert bank.ok, [str(e) for e in bank.errors]
+    with session_factory.begin() as session:
+        return import_bank(db_session=session, bank=bank)
