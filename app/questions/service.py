@@ -201,8 +201,8 @@ def topic_summaries(*, db_session: Session) -> list[TopicSummary]:
         .group_by(Question.topic, Question.difficulty)
     ).all()
     per_topic: dict[str, dict[int, int]] = {}
-    for topic, difficulty, count in rows:
-        per_topic.setdefault(topic, {})[difficulty] = count
+    for topic_slug, difficulty, count in rows:
+        per_topic.setdefault(topic_slug, {})[difficulty] = count
     out = []
     for topic in db_session.scalars(select(Topic).order_by(Topic.position, Topic.slug)):
         diffs = per_topic.get(topic.slug, {})
