@@ -8,6 +8,7 @@ from fastapi.templating import Jinja2Templates
 
 from app.csrf import csrf_token
 from app.render.markdown import highlight_code, render_inline, render_markdown
+from app.render.traces import static_bucket_picture, static_rank_picture
 
 TEMPLATES_DIR = Path(__file__).resolve().parent.parent / "templates"
 STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
@@ -32,6 +33,8 @@ def make_templates() -> Jinja2Templates:
     env.filters["duration"] = _ms
     env.globals["highlight"] = highlight_code
     env.globals["csrf_token"] = csrf_token
+    env.globals["static_bucket_picture"] = static_bucket_picture
+    env.globals["static_rank_picture"] = static_rank_picture
     env.globals["difficulty_names"] = DIFFICULTY_NAMES
     return templates
 

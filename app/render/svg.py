@@ -1,0 +1,214 @@
+"""Server-rendered SVG pictures: a per-rank timeline and a gradient-bucket chart.
+
+Both take plain data (lanes of spans, rows of bucket windows) so a measured run
+and a question's stored trace are drawn by the same code. Every picture has a
+<title> and <desc>; the templates put a table beside it as the text fallback.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from html import escape
+
+from markupsafe import Markup
+
+WIDTH = 720
+LABEL_W = 70
+LANE_H = 34
+AXIS_H = 26
+PAD = 8
+
+# Span kinds and their fill colours (also used by the legend in the templates).
+COLOURS = {
+    "forward": "#93c5fd",
+    "backward": "#fcd34d",
+    "collective": "#86efac",
+    "blocked": "#fca5a5",
+    "user": "#e5e7eb",
+    "ready": "#c7d2fe",
+    "reduce": "#6ee7b7",
+    "exposed": "#f87171",
+}
+
+
+@dataclass
+class Span:
+    start: float
+    end: float
+    kind: str
+    label: str = ""
+    title: str = ""
+
+
+@dataclass
+class Mark:
+    t: float
+    kind: str  # "exit", "error", "kill"
+    label: str = ""
+
+
+@dataclass
+class Lane:
+    label: str
+    spans: list[Span] = field(default_factory=list)
+    marks: list[Mark] = field(default_factory=list)
+
+
+def _ticks(t_max: float) -> list[float]:
+    if t_max <= 0:
+        return [0.0]
+    raw = t_max / 6
+    mag = 10 ** len(str(int(raw))) / 10 if raw >= 1 else 0.1
+    step = next((m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw), 10 * mag)
+    ticks, t = [], 0.0
+    while t <= t_max + 1e-9:
+        ticks.append(round(t, 6))
+        t += step
+    return ticks
+
+
+def _fmt(t: float) -> str:
+    return f"{t:g}" if abs(t) >= 10 or t == int(t) else f"{t:.1f}"
+
+
+def _axis(x: Callable[[float], float], t_max: float, y: float, unit: str,
+          labels: list[tuple[float, str]] | None = None) -> list[str]:
+    out = [f'<line x1="{LABEL_W}" y1="{y}" x2="{WIDTH - PAD}" y2="{y}" class="axis" stroke="#9ca3af"/>']
+    if labels is not None:
+        for t, text in labels:
+            out.append(f'<text x="{x(t):.1f}" y="{y + 16}" class="tick" text-anchor="middle">'
+                       f'{escape(text)}</text>')
+        return out
+    for t in _ticks(t_max):
+        xx = x(t)
+        out.append(f'<line x1="{xx:.1f}" y1="{y}" x2="{xx:.1f}" y2="{y + 4}" class="axis" stroke="#9ca3af"/>')
+        out.append(f'<text x="{xx:.1f}" y="{y + 16}" class="tick" text-anchor="middle">'
+                   f'{_fmt(t)}</text>')
+    out.append(f'<text x="{WIDTH - PAD}" y="{y + 16}" class="tick" text-anchor="end">{escape(unit)}</text>')
+    return out
+
+
+def timeline_svg(lanes: list[Lane], t_end: float, *, title: str, desc: str, unit: str = "ms",
+                 svg_id: str = "timeline", axis_labels: list[tuple[float, str]] | None = None) -> Markup:
+    """One lane per rank: spans as boxes labelled with their op; exits and errors as marks."""
+    t_max = max(t_end, 1e-3)
+    scale = (WIDTH - LABEL_W - PAD) / t_max
+
+    def x(t: float) -> float:
+        return LABEL_W + max(0.0, min(t, t_max)) * scale
+
+    height = len(lanes) * LANE_H + AXIS_H + PAD
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {height}" '
+        f'class="timeline" role="img" aria-labelledby="{svg_id}-t {svg_id}-d" id="{svg_id}">',
+        f'<title id="{svg_id}-t">{escape(title)}</title>',
+        f'<desc id="{svg_id}-d">{escape(desc)}</desc>',
+    ]
+    for i, lane in enumerate(lanes):
+        y = PAD + i * LANE_H
+        parts.append(f'<g class="lane" data-lane="{i}">')
+        parts.append(f'<text x="4" y="{y + LANE_H / 2 + 4}" class="lane-label">{escape(lane.label)}</text>')
+        parts.append(f'<line x1="{LABEL_W}" y1="{y + LANE_H - 2}" x2="{WIDTH - PAD}" '
+                     f'y2="{y + LANE_H - 2}" class="lane-line"/>')
+        for s in sorted(lane.spans, key=lambda s: (s.kind == "collective" or s.kind == "blocked", s.start)):
+            x0, x1 = x(s.start), x(s.end)
+            w = max(x1 - x0, 1.5)
+            inner = s.kind in ("collective", "blocked")
+            yy, hh = (y + 9, LANE_H - 20) if inner else (y + 4, LANE_H - 10)
+            fill = COLOURS.get(s.kind, "#ddd")
+            cls = f"span {s.kind}"
+            parts.append(
+                f'<g class="{cls}"><title>{escape(s.title or s.label)}</title>'
+                f'<rect x="{x0:.1f}" y="{yy}" width="{w:.1f}" height="{hh}" rx="2" fill="{fill}"'
+                + (' stroke="#b91c1c" stroke-width="2"' if s.kind == "blocked" else "")
+                + "/>"
+            )
+            if s.label and w > 7 * len(s.label) * 0.8:
+                parts.append(f'<text x="{x0 + 3:.1f}" y="{yy + hh / 2 + 4}" class="span-label">'
+                             f'{escape(s.label)}</text>')
+            parts.append("</g>")
+        for m in lane.marks:
+            xx = x(m.t)
+            sym = {"error": "✕", "exit": "■", "kill": "⚡"}.get(m.kind, "•")
+            parts.append(
+                f'<g class="mark {m.kind}"><title>{escape(m.label)}</title>'
+                f'<text x="{xx:.1f}" y="{y + LANE_H / 2 + 5}" text-anchor="middle" '
+                f'class="mark-sym">{sym}</text></g>'
+            )
+        parts.append("</g>")
+    parts.extend(_axis(x, t_max, PAD + len(lanes) * LANE_H, unit, axis_labels))
+    parts.append("</svg>")
+    return Markup("".join(parts))
+
+
+@dataclass
+class BucketRow:
+    label: str
+    first_ready: float
+    last_ready: float
+    reduce_start: float
+    reduce_end: float
+
+    def exposed(self, compute_end: float) -> float:
+        """Communication time after backward compute ended (not hidden under compute)."""
+        return max(0.0, self.reduce_end - max(self.reduce_start, compute_end))
+
+
+def bucket_svg(rows: list[BucketRow], compute_end: float, *, title: str, desc: str,
+               unit: str = "ms", svg_id: str = "buckets", shade_exposed: bool = True) -> Markup:
+    """Per bucket: its ready window, its reduction, and the part exposed after compute ends."""
+    t_max = max([compute_end, *(r.reduce_end for r in rows)]) * 1.05 or 1.0
+    scale = (WIDTH - LABEL_W - PAD) / t_max
+
+    def x(t: float) -> float:
+        return LABEL_W + max(0.0, t) * scale
+
+    height = len(rows) * LANE_H + AXIS_H + PAD + 4
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {height}" '
+        f'class="bucket-chart" role="img" aria-labelledby="{svg_id}-t {svg_id}-d" id="{svg_id}">',
+        f'<title id="{svg_id}-t">{escape(title)}</title>',
+        f'<desc id="{svg_id}-d">{escape(desc)}</desc>',
+        f'<rect x="{LABEL_W}" y="{PAD - 4}" width="{x(compute_end) - LABEL_W:.1f}" '
+        f'height="{len(rows) * LANE_H + 4}" class="compute-band" fill="#fef3c7"/>',
+    ]
+    for i, r in enumerate(rows):
+        y = PAD + i * LANE_H
+        parts.append(f'<g class="bucket-row"><text x="4" y="{y + LANE_H / 2 + 4}" class="lane-label">'
+                     f'{escape(r.label)}</text>')
+        parts.append(
+            f'<g class="ready"><title>{escape(r.label)}: gradients ready '
+            f'{_fmt(r.first_ready)}–{_fmt(r.last_ready)} {unit}</title>'
+            f'<rect x="{x(r.first_ready):.1f}" y="{y + 4}" '
+            f'width="{max(x(r.last_ready) - x(r.first_ready), 1.5):.1f}" '
+            f'height="10" rx="2" fill="{COLOURS["ready"]}"/></g>'
+        )
+        parts.append(
+            f'<g class="reduce"><title>{escape(r.label)}: all-reduce '
+            f'{_fmt(r.reduce_start)}–{_fmt(r.reduce_end)} {unit}</title>'
+            f'<rect x="{x(r.reduce_start):.1f}" y="{y + 16}" '
+            f'width="{max(x(r.reduce_end) - x(r.reduce_start), 1.5):.1f}" height="12" rx="2" '
+            f'fill="{COLOURS["reduce"]}"/></g>'
+        )
+        exposed = r.exposed(compute_end)
+        if shade_exposed and exposed > 0:
+            start = max(r.reduce_start, compute_end)
+            parts.append(
+                f'<g class="exposed"><title>{escape(r.label)}: {_fmt(exposed)} {unit} exposed '
+                f'after compute ends</title><rect x="{x(start):.1f}" y="{y + 16}" '
+                f'width="{max(x(r.reduce_end) - x(start), 1.5):.1f}" height="12" '
+                f'fill="url(#hatch-{svg_id})" stroke="{COLOURS["exposed"]}"/></g>'
+            )
+        parts.append("</g>")
+    ce = x(compute_end)
+    parts.append(f'<line x1="{ce:.1f}" y1="{PAD - 4}" x2="{ce:.1f}" y2="{PAD + len(rows) * LANE_H}" '
+                 f'class="compute-end" stroke="#b45309" stroke-dasharray="4 3"/>')
+    parts.append(
+        f'<defs><pattern id="hatch-{svg_id}" width="6" height="6" patternUnits="userSpaceOnUse" '
+        f'patternTransform="rotate(45)"><rect width="6" height="6" fill="#fecaca"/>'
+        f'<line x1="0" y1="0" x2="0" y2="6" stroke="#dc2626" stroke-width="3"/></pattern></defs>'
+    )
+    parts.extend(_axis(x, t_max, PAD + len(rows) * LANE_H + 4, unit))
+    parts.append("</svg>")
+    return Markup("".join(parts))
