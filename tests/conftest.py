@@ -72,16 +72,14 @@ def db_engine(database_url: str) -> Iterator[Engine]:
 
 
 def _wipe(engine: Engine) -> None:
+    # DELETE rather than TRUNCATE: on a test's few rows it takes milliseconds where
+    # PostgreSQL's TRUNCATE of every table takes ~0.2 s, which added up to most of the suite.
     with engine.begin() as conn:
-        if engine.dialect.name == "postgresql":
-            names = ", ".join(f'"{t.name}"' for t in Base.metadata.sorted_tables)
-            conn.execute(text(f"TRUNCATE {names} RESTART IDENTITY CASCADE"))
-        else:
-            # questions.current_revision_id and question_revisions.question_id point at each
-            # other; break that cycle before deleting, since SQLite checks foreign keys.
-            conn.execute(text("UPDATE questions SET current_revision_id = NULL"))
-            for table in reversed(Base.metadata.sorted_tables):
-                conn.execute(table.delete())
+        # questions.current_revision_id and question_revisions.question_id point at each
+        # other; break that cycle first, since both databases check foreign keys.
+        conn.execute(text("UPDATE questions SET current_revision_id = NULL"))
+        for table in reversed(Base.metadata.sorted_tables):
+            conn.execute(table.delete())
 
 
 @pytest.fixture
