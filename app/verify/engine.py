@@ -1,0 +1,150 @@
+"""The verify engine's public face: run a snippet on real gloo ranks and get a RunResult.
+
+    from app.verify.engine import get_engine, Limits
+    result = get_engine().run(code, world_size=2, params={"divide": False},
+                              limits=Limits(timeout_s=5))
+
+The engine process never imports torch. Ranks fork from a warm forkserver that
+started once, lazily, on the first run (see pool.py, zygote.py); a run costs tens
+of milliseconds. `Engine.run` is thread-safe. A snippet's own error or hang is a
+RunResult (outcome "error" / "timeout"); a broken engine raises EngineFailure.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import threading
+from functools import lru_cache
+from importlib import metadata
+from typing import Any
+
+from app.verify import runner
+from app.verify.errors import EngineFailure, SnippetSyntaxError
+from app.verify.limits import Limits
+from app.verify.pool import Pool
+from app.verify.result import RESULT_VERSION, BucketRecord, RankResult, RunResult
+
+__all__ = [
+    "HARNESS_VERSION",
+    "MAX_WORLD_SIZE",
+    "RESULT_VERSION",
+    "BucketRecord",
+    "Engine",
+    "EngineFailure",
+    "Limits",
+    "RankResult",
+    "RunResult",
+    "SnippetSyntaxError",
+    "check_snippet",
+    "get_engine",
+    "torch_version",
+]
+
+# Part of every run's cache key: bump it whenever the harness or probes change
+# what a run measures or reports.
+HARNESS_VERSION = "1"
+MIN_WORLD_SIZE = 1
+MAX_WORLD_SIZE = 8
+# Snippets are short programs; anything larger is a mistake.
+MAX_SNIPPET_BYTES = 256 * 1024
+MAX_PARAMS_BYTES = 64 * 1024
+
+
+@lru_cache(maxsize=1)
+def torch_version() -> str:
+    """The installed torch's version, read from package metadata (torch is not imported)."""
+    return metadata.version("torch")
+
+
+def check_snippet(code: str) -> None:
+    """Raise SnippetSyntaxError (with .line) if `code` does not compile."""
+    if len(code.encode()) > MAX_SNIPPET_BYTES:
+        raise SnippetSyntaxError(f"the snippet is larger than {MAX_SNIPPET_BYTES} bytes")
+    try:
+        compile(code, "snippet.py", "exec", dont_inherit=True)
+    except SyntaxError as exc:
+        raise SnippetSyntaxError(exc.msg, exc.lineno, exc.offset) from None
+    except (ValueError, RecursionError, MemoryError) as exc:  # null bytes, absurd nesting
+        raise SnippetSyntaxError(str(exc) or type(exc).__name__) from None
+
+
+class Engine:
+    """Runs snippets on fresh gloo ranks forked from one warm forkserver."""
+
+    def __init__(self, *, python: str | None = None) -> None:
+        self._pool = Pool(python=python)
+        self._closed = False
+
+    @property
+    def forkserver_pid(self) -> int | None:
+        return self._pool.pid
+
+    @property
+    def forkserver_starts(self) -> int:
+        """How many times the forkserver has been started (restarts included)."""
+        return self._pool.starts
+
+    def start(self) -> None:
+        """Start the forkserver now instead of on the first run (takes a few seconds once)."""
+        self._check_open()
+        self._pool.ensure_started()
+
+    def run(self, code: str, *, world_size: int = 2, params: dict[str, Any] | None = None,
+            limits: Limits | None = None, trace_buckets: bool = True) -> RunResult:
+        """Run `code` under the snippet contract on `world_size` gloo ranks.
+
+        Raises SnippetSyntaxError if the code does not compile, ValueError for a
+        world size outside 1..8 or params that are not JSON, and EngineFailure if
+        the engine itself broke. `trace_buckets=False` leaves DDP's built-in
+        gradient reduction untouched (no bucket records); it exists to check that
+        the bucket probe changes nothing.
+        """
+        self._check_open()
+        if not isinstance(world_size, int) or not MIN_WORLD_SIZE <= world_size <= MAX_WORLD_SIZE:
+            raise ValueError(f"world_size must be between {MIN_WORLD_SIZE} and {MAX_WORLD_SIZE}, "
+                             f"not {world_size}")
+        check_snippet(code)
+        params = dict(params or {})
+        try:
+            encoded = json.dumps(params, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"params must be JSON: {exc}") from None
+        if len(encoded) > MAX_PARAMS_BYTES:
+            raise ValueError(f"params are larger than {MAX_PARAMS_BYTES} bytes as JSON")
+        return runner.run(self._pool, code=code, world_size=world_size,
+                          params=json.loads(encoded), limits=limits or Limits(),
+                          trace_buckets=trace_buckets, torch_version=torch_version(),
+                          harness_version=HARNESS_VERSION)
+
+    def close(self) -> None:
+        """Stop the forkserver. Runs in flight finish or fail; later runs raise."""
+        self._closed = True
+        self._pool.close()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise EngineFailure("the engine is closed")
+
+    def __enter__(self) -> Engine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+_engine: Engine | None = None
+_engine_pid: int | None = None
+_engine_lock = threading.Lock()
+
+
+def get_engine() -> Engine:
+    """The process-wide engine; its forkserver starts on first use (per process, fork-safe)."""
+    global _engine, _engine_pid
+    with _engine_lock:
+        if _engine is None or _engine_pid != os.getpid() or _engine._closed:
+            _engine = Engine()
+            _engine_pid = os.getpid()
+            atexit.register(_engine.close)
+        return _engine

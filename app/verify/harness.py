@@ -1,0 +1,289 @@
+"""The code inside one rank: lock the process down, join the gloo group, install probes, run the snippet.
+
+Runs in a process forked from the run's leader (itself forked from the warm
+forkserver), so torch is already imported. Everything the rank learns goes to the
+runner as JSON lines on its own event pipe, one write per event, as it happens:
+a rank killed half-way still leaves its trace. The snippet's process group is
+never used for bookkeeping.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import datetime
+import faulthandler
+import io
+import json
+import math
+import os
+import resource
+import signal
+import sys
+import threading
+import time
+import traceback
+import types
+from typing import Any, NoReturn
+
+import torch
+import torch.distributed as dist
+
+from app.verify import _linux
+from app.verify.probes import SNIPPET_FILE, Probes
+
+# Beyond these a rank stops sending events and says so once; the runner has its own cap.
+MAX_EVENT_BYTES = 8 * 2**20
+# One reported value, as JSON.
+MAX_VALUE_BYTES = 2**20
+MAX_TRACEBACK_CHARS = 16_000
+STACK_FILE = ".stack-{rank}"
+# Exit status of a rank whose harness itself failed (not the snippet).
+EXIT_HARNESS_FAILED = 70
+
+
+class Emitter:
+    """Writes events to the runner: one JSON object per line, one write() per event."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._lock = threading.Lock()
+        self._sent = 0
+        self._full = False
+
+    def emit(self, kind: str, *, t: int | None = None, **fields: Any) -> None:
+        fields["kind"] = kind
+        fields["t"] = time.monotonic_ns() if t is None else t
+        data = (json.dumps(fields, separators=(",", ":"), default=str) + "\n").encode()
+        with self._lock:
+            if self._full:
+                return
+            if self._sent + len(data) > MAX_EVENT_BYTES:
+                self._full = True
+                data = (json.dumps({"kind": "events_truncated", "t": fields["t"]}) + "\n").encode()
+            self._sent += len(data)
+            view = memoryview(data)
+            while view:
+                try:
+                    n = os.write(self._fd, view)
+                except BrokenPipeError:  # the runner is gone: nobody is listening
+                    os._exit(EXIT_HARNESS_FAILED)
+                view = view[n:]
+
+
+def jsonable(value: Any, _depth: int = 0) -> Any:
+    """A reported value as JSON: tensors become nested lists, non-finite floats strings."""
+    if _depth > 32:
+        raise ValueError("report(): value is nested too deeply")
+    if isinstance(value, torch.Tensor):
+        value = value.detach().cpu()
+        if value.is_sparse or value.layout != torch.strided:
+            value = value.to_dense()
+        if value.dtype in (torch.bfloat16, torch.float16) or value.is_quantized:
+            value = value.float()
+        value = value.tolist()
+    if isinstance(value, bool) or value is None or isinstance(value, (int, str)):
+        return value
+    if isinstance(value, float):
+        if math.isfinite(value):
+            return value
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, complex):
+        return [jsonable(value.real), jsonable(value.imag)]
+    if isinstance(value, torch.Size):
+        return list(value)
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v, _depth + 1) for v in value]
+    if isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            if not isinstance(k, (str, int, float, bool)):
+                raise TypeError(f"report(): dict keys must be strings or numbers, not {type(k).__name__}")
+            out[str(k)] = jsonable(v, _depth + 1)
+        return out
+    if isinstance(value, (torch.dtype, torch.device)):
+        return str(value)
+    raise TypeError(
+        f"report() takes tensors, numbers, strings, lists and dicts, not {type(value).__name__}")
+
+
+def _exception_info(exc: BaseException) -> dict[str, Any]:
+    """Type, message, the innermost snippet line, and a traceback trimmed to the snippet's frames."""
+    line = None
+    tb = exc.__traceback__
+    frames = traceback.extract_tb(tb)
+    first_snippet = next((i for i, f in enumerate(frames) if f.filename == SNIPPET_FILE), None)
+    for frame in frames:
+        if frame.filename == SNIPPET_FILE:
+            line = frame.lineno
+    if line is None and isinstance(exc, SyntaxError) and exc.filename == SNIPPET_FILE:
+        line = exc.lineno
+    cls = type(exc)
+    name = cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
+    try:
+        text = "".join(traceback.format_exception(exc))
+        if first_snippet is not None:
+            kept = traceback.StackSummary.from_list(frames[first_snippet:]).format()
+            tail = traceback.format_exception_only(exc)
+            text = "Traceback (most recent call last):\n" + "".join(kept) + "".join(tail)
+    except Exception:  # out of memory while formatting: keep the essentials
+        text = f"{name}: {exc}\n"
+    return {"type": name, "message": str(exc)[:4000], "line": line,
+            "traceback": text[-MAX_TRACEBACK_CHARS:]}
+
+
+def _lock_down(limits: dict[str, Any]) -> None:
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    memory = int(limits["memory_bytes"])
+    resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+    cpu = max(1, math.ceil(float(limits["cpu_seconds"])))
+    # SIGXCPU at the soft limit; SIGKILL a second later if the snippet ignores it.
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
+
+
+def _environment(rank: int, world_size: int, port: int, workdir: str) -> dict[str, str]:
+    """A scrubbed environment: nothing from the app, only what torchrun would set."""
+    return {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "HOME": workdir,
+        "TMPDIR": workdir,
+        "LANG": "C.UTF-8",
+        "OMP_NUM_THREADS": "1",
+        "GLOO_SOCKET_IFNAME": "lo",
+        "RANK": str(rank),
+        "LOCAL_RANK": str(rank),
+        "WORLD_SIZE": str(world_size),
+        "LOCAL_WORLD_SIZE": str(world_size),
+        "GROUP_RANK": "0",
+        "MASTER_ADDR": "127.0.0.1",
+        "MASTER_PORT": str(port),
+    }
+
+
+def rank_main(spec: dict[str, Any], rank: int, fds: tuple[int, int, int], listen_fd: int,
+              port: int, workdir: str, leader_pid: int) -> NoReturn:
+    """Entry point of a rank process; never returns."""
+    status = EXIT_HARNESS_FAILED
+    try:
+        status = _rank(spec, rank, fds, listen_fd, port, workdir, leader_pid)
+    except BaseException:
+        try:
+            traceback.print_exc()
+            sys.stderr.flush()
+        except BaseException:
+            pass
+    os._exit(status)
+
+
+def _rank(spec: dict[str, Any], rank: int, fds: tuple[int, int, int], listen_fd: int,
+          port: int, workdir: str, leader_pid: int) -> int:
+    _linux.die_with_parent()
+    if os.getppid() != leader_pid:  # the leader died before we could ask
+        return EXIT_HARNESS_FAILED
+    events_fd, out_fd, err_fd = fds
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.dup2(out_fd, 1)
+    os.dup2(err_fd, 2)
+    keep = {0, 1, 2, events_fd} | ({listen_fd} if rank == 0 else set())
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
+        if fd not in keep:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD, signal.SIGUSR1):
+        signal.signal(sig, signal.default_int_handler if sig == signal.SIGINT else signal.SIG_DFL)
+    for stream in ("stdout", "stderr"):
+        fd = 1 if stream == "stdout" else 2
+        wrapper = io.TextIOWrapper(io.FileIO(fd, "w", closefd=False), encoding="utf-8",
+                                   errors="backslashreplace", line_buffering=True)
+        setattr(sys, stream, wrapper)
+        setattr(sys, f"__{stream}__", wrapper)
+    stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False))
+    sys.stdin = stdin
+    setattr(sys, "__stdin__", stdin)  # noqa: B010 - typeshed marks it Final
+
+    world_size = int(spec["world_size"])
+    limits = spec["limits"]
+    os.chdir(workdir)
+    os.environ.clear()
+    os.environ.update(_environment(rank, world_size, port, workdir))
+    _lock_down(limits)
+    faulthandler.enable(file=sys.stderr)
+    stack_file = open(STACK_FILE.format(rank=rank), "w")  # noqa: SIM115 - must outlive this frame
+    faulthandler.register(signal.SIGUSR1, file=stack_file, all_threads=True)
+
+    events = Emitter(events_fd)
+    emit = events.emit
+    emit("started", pid=os.getpid())
+    torch.set_num_threads(1)
+
+    # The run's timeout is a little longer than the group's, so gloo raises first.
+    pg_timeout = datetime.timedelta(seconds=float(limits["pg_timeout_s"]))
+    try:
+        if rank == 0:
+            store = dist.TCPStore("127.0.0.1", port, world_size, True, pg_timeout,
+                                  wait_for_workers=False, master_listen_fd=listen_fd)
+        else:
+            store = dist.TCPStore("127.0.0.1", port, world_size, False, pg_timeout)
+        dist.init_process_group("gloo", store=store, rank=rank, world_size=world_size,
+                                timeout=pg_timeout)
+    except BaseException as exc:
+        emit("setup_error", **_exception_info(exc))
+        raise
+    probes = Probes(emit, store_port=port, trace_buckets=bool(spec.get("trace_buckets", True)))
+    probes.install()
+    emit("group_ready")
+
+    def report(name: str, value: Any) -> None:
+        """Record a measured value for this rank (see the snippet contract)."""
+        if not isinstance(name, str) or not name:
+            raise TypeError("report(name, value): name must be a non-empty string")
+        data = jsonable(value)
+        size = len(json.dumps(data))
+        if size > MAX_VALUE_BYTES:
+            raise ValueError(f"report({name!r}): value is {size} bytes as JSON; the cap is "
+                             f"{MAX_VALUE_BYTES}")
+        emit("report", name=name, value=data, iteration=probes.iteration)
+
+    code = spec["code"]
+    with open(SNIPPET_FILE, "w") as f:  # so tracebacks and inspect can show source lines
+        f.write(code)
+    module = types.ModuleType("__main__")
+    module.__dict__.update(
+        __file__=SNIPPET_FILE, __builtins__=builtins,
+        rank=rank, world_size=world_size, params=json.loads(json.dumps(spec["params"])),
+        report=report,
+    )
+    sys.modules["__main__"] = module
+    sys.argv = [SNIPPET_FILE]
+    status = 0
+    emit("snippet_start")
+    try:
+        exec(compile(code, SNIPPET_FILE, "exec", dont_inherit=True), module.__dict__)
+    except SystemExit as exc:
+        if isinstance(exc.code, int) or exc.code is None:
+            status = (exc.code or 0) & 0xFF or (1 if exc.code else 0)
+        else:
+            print(exc.code, file=sys.stderr)
+            status = 1
+        if status:
+            emit("exception", **_exception_info(exc), exit_code=status)
+        else:
+            probes.wait_pending()
+            emit("snippet_end", sent_total=probes.sockets.total())
+    except BaseException as exc:
+        info = _exception_info(exc)
+        with contextlib.suppress(BaseException):
+            sys.stderr.write(info["traceback"])
+        emit("exception", **info, sent_total=probes.sockets.total())
+        status = 1
+    else:
+        probes.wait_pending()
+        emit("snippet_end", sent_total=probes.sockets.total())
+    for out in (sys.stdout, sys.stderr):
+        with contextlib.suppress(BaseException):
+            out.flush()
+    # os._exit, not interpreter shutdown: DDP still holding the group at exit
+    # sometimes aborts ("terminate called without an active exception").
+    return status

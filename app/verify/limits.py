@@ -1,0 +1,60 @@
+"""The limits every run is held to (defaults match app.settings)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+MAX_TIMEOUT_S = 600.0
+# Importing torch and running a DDP step needs ~740 MiB of address space per rank.
+MIN_MEMORY_BYTES = 1024**3
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Per-run limits. The engine takes them explicitly; it never reads global settings."""
+
+    # Wall clock for the whole run, start-up included.
+    timeout_s: float = 10.0
+    # RLIMIT_AS per rank.
+    memory_bytes: int = 3 * 1024**3
+    # RLIMIT_CPU per rank (SIGXCPU, then SIGKILL a second later).
+    cpu_seconds: float = 30.0
+    # Per rank and per stream (stdout, stderr); more than this stops the run.
+    output_bytes: int = 64 * 1024
+
+    def __post_init__(self) -> None:
+        if not (0 < self.timeout_s <= MAX_TIMEOUT_S) or math.isnan(self.timeout_s):
+            raise ValueError(f"timeout_s must be in (0, {MAX_TIMEOUT_S:g}], not {self.timeout_s}")
+        if self.memory_bytes < MIN_MEMORY_BYTES:
+            raise ValueError(f"memory_bytes must be at least {MIN_MEMORY_BYTES} (1 GiB): torch "
+                             "alone needs most of that")
+        if not self.cpu_seconds > 0:
+            raise ValueError("cpu_seconds must be positive")
+        if self.output_bytes < 1024:
+            raise ValueError("output_bytes must be at least 1024")
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> Limits:
+        """The limits configured in app.settings.Settings (verify_* fields)."""
+        return cls(
+            timeout_s=float(settings.verify_timeout_s),
+            memory_bytes=int(settings.verify_memory_bytes),
+            cpu_seconds=float(settings.verify_cpu_seconds),
+            output_bytes=int(settings.verify_output_bytes),
+        )
+
+    @property
+    def pg_timeout_s(self) -> float:
+        """The gloo group's timeout: a little shorter than the run's, so gloo raises first."""
+        return self.timeout_s - min(2.0, 0.2 * self.timeout_s)
+
+    def as_dict(self) -> dict[str, float]:
+        return {
+            "timeout_s": self.timeout_s,
+            "pg_timeout_s": round(self.pg_timeout_s, 3),
+            "memory_bytes": self.memory_bytes,
+            "cpu_seconds": self.cpu_seconds,
+            "output_bytes": self.output_bytes,
+        }

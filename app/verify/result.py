@@ -1,0 +1,95 @@
+"""The run result: one versioned JSON shape for the CLI, the API and the database.
+
+Every field and event kind is documented in docs/run-result.md. Times are
+milliseconds from the start of the run, on one clock (CLOCK_MONOTONIC) shared by
+all ranks. Bump RESULT_VERSION whenever a field changes meaning or goes away.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+RESULT_VERSION = 1
+
+Outcome = Literal["ok", "error", "timeout"]
+LimitName = Literal["timeout", "memory", "cpu", "output"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class RankError(_Model):
+    """The exception that ended a rank's snippet."""
+
+    type: str = Field(description="Exception class, module-qualified unless a builtin.")
+    message: str
+    line: int | None = Field(None, description="Innermost snippet line in the traceback.")
+    traceback: str = Field("", description="Traceback trimmed to start at the snippet's frames.")
+
+
+class BlockedIn(_Model):
+    """The collective a rank was waiting in when it was stopped or failed."""
+
+    op: str = Field(description="e.g. all_reduce, barrier; DDP bucket reductions are all_reduce.")
+    since_ms: float
+    iteration: int | None = Field(None, description="DDP iteration (1 = first forward), if any.")
+    line: int | None = Field(None, description="Snippet line that led to the call.")
+    detail: str | None = Field(None, description="e.g. 'DDP gradient bucket 0'.")
+
+
+class RankResult(_Model):
+    rank: int
+    values: dict[str, Any] = Field(default_factory=dict,
+                                   description="report(name, value): tensors as nested lists.")
+    error: RankError | None = None
+    exit_code: int | None = Field(None, description="Exit status; -N when killed by signal N.")
+    signal: str | None = Field(None, description="Name of the signal that ended the rank.")
+    blocked_in: BlockedIn | None = None
+    events: list[dict[str, Any]] = Field(default_factory=list)
+    stdout: str = ""
+    stderr: str = ""
+    bytes_sent: int = Field(0, description="Bytes this rank sent on gloo's sockets (TCP_INFO).")
+    cpu_ms: float | None = None
+    max_rss_bytes: int | None = None
+    stack: str | None = Field(None, description="Python stack when the run stopped this rank.")
+
+
+class BucketRecord(_Model):
+    """One gradient-bucket reduction on one rank."""
+
+    rank: int
+    ddp: int = Field(0, description="Which DDP model, in construction order.")
+    iteration: int
+    index: int
+    params: list[str]
+    bytes: int
+    first_ready_ms: float | None
+    last_ready_ms: float | None
+    reduce_start_ms: float
+    reduce_end_ms: float | None
+    shadow: bool = Field(False, description="A joined rank matching the reduction with zeros.")
+    hook: str = "built-in allreduce"
+    bytes_sent: int | None = None
+    error: str | None = None
+
+
+class RunResult(_Model):
+    version: int = RESULT_VERSION
+    outcome: Outcome
+    diagnosis: str
+    limit: LimitName | None = None
+    world_size: int
+    params: dict[str, Any] = Field(default_factory=dict)
+    torch_version: str
+    harness_version: str
+    limits: dict[str, float] = Field(default_factory=dict)
+    ranks: list[RankResult] = Field(default_factory=list)
+    buckets: list[BucketRecord] = Field(default_factory=list)
+    leftover_processes: int = Field(0, description="Processes still alive after the ranks, killed.")
+    timings: dict[str, float] = Field(default_factory=dict)
+
+    def rank(self, rank: int) -> RankResult:
+        return self.ranks[rank]

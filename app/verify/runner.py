@@ -1,0 +1,384 @@
+"""One run, seen from the engine's process: hand it to the forkserver, watch it, enforce limits.
+
+The runner reads every rank's event pipe, stdout and stderr as they arrive, and
+the leader's reports of rank exits. It asks the leader to stop the run at the
+wall-clock deadline or when a rank floods its output, and kills the run's whole
+process group itself if the leader does not finish. Nothing a rank sends is
+trusted: lines that are not well-formed events are dropped, and sizes are capped.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import selectors
+import signal
+import socket
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from app.verify.diagnosis import RunFacts, diagnose
+from app.verify.errors import EngineFailure
+from app.verify.limits import Limits
+from app.verify.pool import Pool
+from app.verify.result import BucketRecord, RankError, RankResult, RunResult
+
+# The leader must report that the ranks exist within this long.
+START_WAIT_S = 15.0
+# After asking the leader to stop a run, how long before the runner kills the session.
+STOP_GRACE_S = 5.0
+# After the leader is done, how long to drain what the pipes still hold.
+DRAIN_S = 2.0
+# Per rank: event bytes and events kept.
+MAX_EVENT_BYTES = 16 * 2**20
+MAX_EVENTS = 50_000
+READ_CHUNK = 65536
+
+
+@dataclass
+class _Capture:
+    """The first `cap` bytes of a stream, and how much was written in all."""
+
+    cap: int
+    data: bytearray = field(default_factory=bytearray)
+    total: int = 0
+
+    def feed(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        room = self.cap - len(self.data)
+        if room > 0:
+            self.data += chunk[:room]
+
+    @property
+    def overflowed(self) -> bool:
+        return self.total > self.cap
+
+    def text(self) -> str:
+        out = self.data.decode("utf-8", errors="replace")
+        if self.overflowed:
+            out += f"\n[truncated: output exceeded {self.cap} bytes]\n"
+        return out
+
+
+@dataclass
+class _Rank:
+    rank: int
+    stdout: _Capture
+    stderr: _Capture
+    events: list[dict[str, Any]] = field(default_factory=list)
+    event_bytes: int = 0
+    dropped: int = 0
+    partial: bytes = b""
+    exit: dict[str, Any] | None = None
+
+    def feed_events(self, chunk: bytes) -> None:
+        *lines, self.partial = (self.partial + chunk).split(b"\n")
+        if len(self.partial) > MAX_EVENT_BYTES:
+            self.partial = b""
+            self.dropped += 1
+        for line in lines:
+            self.event_bytes += len(line)
+            if self.event_bytes > MAX_EVENT_BYTES or len(self.events) >= MAX_EVENTS:
+                self.dropped += 1
+                continue
+            try:
+                event = json.loads(line)
+            except ValueError:
+                self.dropped += 1
+                continue
+            if (isinstance(event, dict) and isinstance(event.get("kind"), str)
+                    and isinstance(event.get("t"), int)):
+                self.events.append(event)
+            else:
+                self.dropped += 1
+
+
+def run(pool: Pool, *, code: str, world_size: int, params: dict[str, Any], limits: Limits,
+        trace_buckets: bool, torch_version: str, harness_version: str) -> RunResult:
+    """Execute one snippet on `world_size` fresh ranks and return what happened."""
+    t0 = time.monotonic_ns()
+    ctrl, leader_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    ranks = [_Rank(r, _Capture(limits.output_bytes), _Capture(limits.output_bytes))
+             for r in range(world_size)]
+    readers: dict[int, tuple[str, int]] = {}
+    writers: list[int] = []
+    try:
+        for r in range(world_size):
+            for kind in ("events", "stdout", "stderr"):
+                rfd, wfd = os.pipe()
+                readers[rfd] = (kind, r)
+                writers.append(wfd)
+        pool.submit([leader_end.fileno(), *writers])
+    except BaseException:
+        for fd in readers:
+            os.close(fd)
+        ctrl.close()
+        raise
+    finally:
+        leader_end.close()
+        for fd in writers:
+            os.close(fd)
+    spec = {"code": code, "world_size": world_size, "params": params,
+            "limits": limits.as_dict(), "trace_buckets": trace_buckets}
+    watch = _Watch(ctrl, readers, ranks, limits, t0)
+    try:
+        ctrl.sendall((json.dumps(spec) + "\n").encode())
+        watch.loop()
+    except OSError as exc:
+        watch.abort()
+        raise EngineFailure(f"lost contact with the run's leader: {exc}") from exc
+    except BaseException:
+        watch.abort()
+        raise
+    finally:
+        watch.close()
+    wall_ms = (time.monotonic_ns() - t0) / 1e6
+    return _assemble(watch, ranks, t0=t0, wall_ms=wall_ms, code=code, world_size=world_size,
+                     params=params,
+                     limits=limits, torch_version=torch_version, harness_version=harness_version,
+                     pool=pool)
+
+
+class _Watch:
+    """The event loop of one run."""
+
+    def __init__(self, ctrl: socket.socket, readers: dict[int, tuple[str, int]],
+                 ranks: list[_Rank], limits: Limits, t0: int) -> None:
+        self.ctrl = ctrl
+        self.readers = readers
+        self.ranks = ranks
+        self.limits = limits
+        self.t0 = t0
+        self.sel = selectors.DefaultSelector()
+        self.ctrl_buf = b""
+        self.leader: int | None = None
+        self.done: dict[str, Any] | None = None
+        self.stop_reason: str | None = None
+        self.stop_t: int | None = None
+        self.output_rank: int | None = None
+        self.error: str | None = None
+        self.sel.register(ctrl, selectors.EVENT_READ, ("ctrl", -1))
+        for fd, data in readers.items():
+            self.sel.register(fd, selectors.EVENT_READ, data)
+
+    def loop(self) -> None:
+        start_by = time.monotonic() + START_WAIT_S
+        deadline = self.t0 / 1e9 + self.limits.timeout_s
+        drain_until: float | None = None
+        while True:
+            now = time.monotonic()
+            if self.done is not None:
+                if not self.readers:
+                    return
+                drain_until = drain_until or now + DRAIN_S
+                if now >= drain_until:
+                    return
+            if self.error is not None:
+                raise EngineFailure(f"the run could not start: {self.error}")
+            if self.leader is None and now >= start_by:
+                raise EngineFailure("the forkserver did not start the run's ranks in time")
+            if self.stop_reason is None and now >= deadline:
+                self.stop("timeout")
+            if self.stop_t is not None and self.done is None and now >= self.stop_t / 1e9 + STOP_GRACE_S:
+                self.abort()
+                raise EngineFailure("the run's leader did not stop its ranks; killed its session")
+            wakeups = [start_by if self.leader is None else None,
+                       deadline if self.stop_reason is None else None,
+                       self.stop_t / 1e9 + STOP_GRACE_S if self.stop_t and not self.done else None,
+                       drain_until]
+            timeout = max(0.0, min(w for w in wakeups if w is not None) - now) if any(
+                w is not None for w in wakeups) else None
+            for key, _ in self.sel.select(timeout):
+                kind, rank = key.data
+                if kind == "ctrl":
+                    self._read_ctrl()
+                else:
+                    self._read_rank(key.fd, kind, rank)
+
+    def _read_ctrl(self) -> None:
+        data = self.ctrl.recv(READ_CHUNK)
+        if not data:
+            self.sel.unregister(self.ctrl)
+            if self.done is None:
+                raise EngineFailure("the run's leader died")
+            return
+        *lines, self.ctrl_buf = (self.ctrl_buf + data).split(b"\n")
+        for line in lines:
+            msg = json.loads(line)
+            kind = msg.get("type")
+            if kind == "started":
+                self.leader = int(msg["leader"])
+            elif kind == "exit":
+                self.ranks[int(msg["rank"])].exit = msg
+            elif kind == "done":
+                self.done = msg
+            elif kind == "error":
+                self.error = str(msg.get("message"))
+
+    def _read_rank(self, fd: int, kind: str, rank: int) -> None:
+        try:
+            chunk = os.read(fd, READ_CHUNK)
+        except BlockingIOError:
+            return
+        if not chunk:
+            self.sel.unregister(fd)
+            os.close(fd)
+            del self.readers[fd]
+            return
+        r = self.ranks[rank]
+        if kind == "events":
+            r.feed_events(chunk)
+            return
+        capture = r.stdout if kind == "stdout" else r.stderr
+        capture.feed(chunk)
+        if capture.overflowed and self.stop_reason is None:
+            self.output_rank = rank
+            self.stop("output")
+
+    def stop(self, reason: str) -> None:
+        """Ask the leader to dump stacks and kill the ranks."""
+        self.stop_reason = reason
+        self.stop_t = time.monotonic_ns()
+        with contextlib.suppress(OSError):
+            self.ctrl.sendall(b'{"type": "kill"}\n')
+
+    def abort(self) -> None:
+        """Kill the run's whole session (the leader made it; every rank is in it)."""
+        if self.leader is not None:
+            with contextlib.suppress(OSError):
+                os.killpg(self.leader, signal.SIGKILL)
+
+    def close(self) -> None:
+        for fd in list(self.readers):
+            with contextlib.suppress(KeyError, ValueError):
+                self.sel.unregister(fd)
+            os.close(fd)
+        self.readers.clear()
+        self.sel.close()
+        self.ctrl.close()
+
+
+def _ms(t: int, t0: int) -> float:
+    return round((t - t0) / 1e6, 3)
+
+
+def _signal_name(code: int | None) -> str | None:
+    if code is None or code >= 0:
+        return None
+    try:
+        return signal.Signals(-code).name
+    except ValueError:
+        return f"signal {-code}"
+
+
+def _assemble(watch: _Watch, ranks: list[_Rank], *, t0: int, wall_ms: float, code: str,
+              world_size: int,
+              params: dict[str, Any], limits: Limits, torch_version: str, harness_version: str,
+              pool: Pool) -> RunResult:
+    results: list[RankResult] = []
+    setup_errors: list[str] = []
+    any_started = False
+    stop_ms = _ms(watch.stop_t, t0) if watch.stop_t is not None else None
+    for r in ranks:
+        events: list[dict[str, Any]] = []
+        values: dict[str, Any] = {}
+        error: RankError | None = None
+        sent = 0
+        for raw in r.events:
+            event = {k: v for k, v in raw.items() if k != "t"}
+            event = {"t_ms": _ms(raw["t"], t0), **event}
+            kind = event["kind"]
+            if kind == "report" and isinstance(event.get("name"), str):
+                values[event["name"]] = event.pop("value", None)
+            elif kind == "exception":
+                error = RankError(type=str(event.get("type", "Exception")),
+                                  message=str(event.get("message", "")),
+                                  line=event.get("line") if isinstance(event.get("line"), int) else None,
+                                  traceback=str(event.pop("traceback", "")))
+            elif kind == "setup_error":
+                setup_errors.append(f"rank {r.rank}: {event.get('type')}: {event.get('message')}")
+            elif kind == "snippet_start":
+                any_started = True
+            if isinstance(event.get("sent_total"), int):
+                sent = max(sent, event["sent_total"])
+            events.append(event)
+        if r.dropped:
+            events.append({"t_ms": events[-1]["t_ms"] if events else 0.0, "kind": "events_dropped",
+                           "count": r.dropped})
+        exit_code = signal_name = None
+        cpu_ms = max_rss = None
+        stack = None
+        if r.exit is not None:
+            exit_code = int(r.exit["code"])
+            signal_name = _signal_name(exit_code)
+            cpu_ms = round(float(r.exit.get("cpu_s", 0.0)) * 1000, 3)
+            max_rss = int(r.exit.get("maxrss_kb", 0)) * 1024
+            stack = r.exit.get("stack")
+            killed = watch.stop_reason if r.exit.get("killed") else None
+            events.append({"t_ms": _ms(int(r.exit["t"]), t0), "kind": "exit", "exit_code": exit_code,
+                           "signal": signal_name, "killed_by": killed})
+        results.append(RankResult(
+            rank=r.rank, values=values, error=error, exit_code=exit_code, signal=signal_name,
+            events=events, stdout=r.stdout.text(), stderr=r.stderr.text(), bytes_sent=sent,
+            cpu_ms=cpu_ms, max_rss_bytes=max_rss, stack=stack,
+        ))
+    if not any_started:
+        if watch.stop_reason == "timeout":
+            detail = "the ranks did not reach the snippet before the time limit"
+        else:
+            detail = "; ".join(setup_errors) or "no rank reached the snippet"
+        tails = "\n".join(f"rank {r.rank} stderr: {r.stderr.text()[-1500:]}" for r in ranks
+                          if r.stderr.data)
+        raise EngineFailure(f"{detail}\n{tails}\n{pool.log_tail(1500)}".strip())
+    leftovers = int(watch.done.get("leftovers", 0)) if watch.done else 0
+    facts = RunFacts(world_size=world_size, limits=limits, stop_reason=watch.stop_reason,
+                     stop_ms=stop_ms, output_rank=watch.output_rank, leftovers=leftovers)
+    verdict = diagnose(results, facts, code)
+    for rr in results:
+        rr.blocked_in = verdict.blocked.get(rr.rank)
+    ready = [e["t_ms"] for rr in results for e in rr.events if e["kind"] == "group_ready"]
+    timings = {"wall_ms": round(wall_ms, 3)}
+    if ready:
+        timings["ranks_ready_ms"] = max(ready)
+    cpu = [rr.cpu_ms for rr in results if rr.cpu_ms is not None]
+    if cpu:
+        timings["cpu_ms"] = round(sum(cpu), 3)
+    return RunResult(
+        outcome=verdict.outcome, diagnosis=verdict.text, limit=verdict.limit,
+        world_size=world_size, params=params, torch_version=torch_version,
+        harness_version=harness_version, limits=limits.as_dict(), ranks=results,
+        buckets=bucket_records(results), leftover_processes=leftovers, timings=timings,
+    )
+
+
+def bucket_records(ranks: list[RankResult]) -> list[BucketRecord]:
+    """One record per bucket reduction per rank, with its parameters' ready times."""
+    records: list[BucketRecord] = []
+    for rr in ranks:
+        ready: dict[tuple[int, int, str], float] = {}
+        ends: dict[int, dict[str, Any]] = {}
+        for e in rr.events:
+            if e["kind"] == "grad_ready":
+                ready[(e.get("ddp", 0), e.get("iteration", 0), e.get("param", ""))] = e["t_ms"]
+            elif e["kind"] == "bucket_reduce_end":
+                ends[e.get("seq", -1)] = e
+        for e in rr.events:
+            if e["kind"] != "bucket_reduce_start":
+                continue
+            ddp, iteration = int(e.get("ddp", 0)), int(e.get("iteration", 0))
+            names = [str(p) for p in e.get("params", [])]
+            times = [ready[k] for k in ((ddp, iteration, n) for n in names) if k in ready]
+            end = ends.get(e.get("seq", -1))
+            records.append(BucketRecord(
+                rank=rr.rank, ddp=ddp, iteration=iteration, index=int(e.get("index", 0)),
+                params=names, bytes=int(e.get("bytes", 0)),
+                first_ready_ms=min(times) if times else None,
+                last_ready_ms=max(times) if times else None,
+                reduce_start_ms=e["t_ms"], reduce_end_ms=end["t_ms"] if end else None,
+                shadow=bool(e.get("shadow", False)), hook=str(e.get("hook", "built-in allreduce")),
+                bytes_sent=end.get("bytes_sent") if end else None,
+                error=end.get("error") if end else None,
+            ))
+    return records
