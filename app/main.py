@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -19,6 +21,18 @@ from app.questions import views as questions_views
 from app.render.markdown import pygments_css
 from app.settings import Settings, get_settings
 from app.templating import STATIC_DIR, templates
+from app.verify import views as verify_views
+from app.verify.worker import WorkerPool
+
+
+def _warm_engine() -> None:
+    try:
+        from app.verify.engine import get_engine
+
+        # One trivial run forks the forkserver and imports torch in it.
+        get_engine().run("pass", world_size=1)
+    except Exception:  # the first run will start it, or report the failure
+        logging.getLogger("ddpdrill").exception("warming the verify engine failed")
 
 
 def _wants_json(request: Request) -> bool:
@@ -31,7 +45,16 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        pool = None
+        if settings.workers > 0:
+            pool = WorkerPool(app.state.sessionmaker, settings, settings.workers)
+            app.state.worker_pool = pool
+            # Start the warm rank pool now, so the first Verify does not pay for it.
+            threading.Thread(target=_warm_engine, name="engine-warmup", daemon=True).start()
+            pool.start()
         yield
+        if pool is not None:
+            pool.shutdown(timeout=30)
         engine.dispose()
 
     app = FastAPI(title="DDP Drill", version="0.1.0", lifespan=lifespan,
@@ -43,6 +66,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     app.mount("/static", StaticFiles(directory=str(STATIC_DIR)), name="static")
     app.include_router(questions_api.router)
+    app.include_router(verify_views.api)
+    app.include_router(verify_views.router)
     app.include_router(questions_views.router)
     app.include_router(practice_views.router)
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from fastapi.templating import Jinja2Templates
 
 from app.csrf import csrf_token
 from app.render.markdown import highlight_code, render_inline, render_markdown
+from app.render.runs import bucket_views, error_lines, timeline_picture, value_names
 from app.render.traces import static_bucket_picture, static_rank_picture
 
 TEMPLATES_DIR = Path(__file__).resolve().parent.parent / "templates"
@@ -35,6 +37,11 @@ def make_templates() -> Jinja2Templates:
     env.globals["csrf_token"] = csrf_token
     env.globals["static_bucket_picture"] = static_bucket_picture
     env.globals["static_rank_picture"] = static_rank_picture
+    env.globals["timeline_picture"] = timeline_picture
+    env.globals["bucket_views"] = bucket_views
+    env.globals["error_lines"] = error_lines
+    env.globals["value_names"] = value_names
+    env.filters["tojson_compact"] = lambda v: json.dumps(v, separators=(",", ":"), default=str)
     env.globals["difficulty_names"] = DIFFICULTY_NAMES
     return templates
 

@@ -1,0 +1,345 @@
+"""Runs as a cached job queue: request, claim with a lease, renew, complete, fail, release.
+
+A `runs` row is both the job and the cached answer. Its cache key hashes
+(snippet, world size, params, torch version, harness version); a unique
+constraint on (cache_key, live) makes two concurrent requests for one key
+share one run. Workers claim with `FOR UPDATE SKIP LOCKED` on PostgreSQL and a
+single atomic UPDATE on SQLite, and hold a lease they renew; a run whose lease
+ran out (its worker died) is claimed again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from pydantic import ValidationError
+from sqlalchemy import and_, func, or_, select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from app.db import utcnow
+from app.questions.schema import KnobValue, QuestionDoc, VerifyBlock
+from app.verify.models import RUN_DONE, RUN_FAILED, RUN_QUEUED, RUN_RUNNING, Run, Verdict
+
+# An infrastructure failure (worker died, pool broke) is retried this many times in all.
+MAX_ATTEMPTS = 3
+# Results above this size are trimmed (events first) before they are stored.
+MAX_RESULT_BYTES = 2 * 1024 * 1024
+
+
+class InvalidKnob(ValueError):
+    """A requested knob value the question does not allow."""
+
+    def __init__(self, knob: str, message: str) -> None:
+        super().__init__(f"{knob}: {message}")
+        self.knob = knob
+        self.message = message
+
+
+class InvalidResult(ValueError):
+    """A worker returned something that is not a valid run result."""
+
+
+def cache_key(
+    *, snippet_text: str, world_size: int, params: dict[str, Any], torch_version: str,
+    harness_version: str,
+) -> str:
+    """The hash that identifies a run's answer."""
+    payload = json.dumps(
+        {"snippet": snippet_text, "world_size": world_size, "params": params,
+         "torch": torch_version, "harness": harness_version},
+        sort_keys=True, separators=(",", ":"),
+    )
+    return hashlib.sha256(payload.encode()).hexdigest()
+
+
+def snippet_hash(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def resolve_knobs(block: VerifyBlock, raw: dict[str, Any] | None) -> tuple[int, dict[str, KnobValue]]:
+    """(world size, params) for requested knob values; unknown or disallowed values raise.
+
+    A knob named `world_size` sets the number of ranks as well as appearing in params.
+    """
+    raw = dict(raw or {})
+    params: dict[str, KnobValue] = block.defaults()
+    for name, value in raw.items():
+        knob = block.knobs.get(name)
+        if knob is None:
+            allowed = ", ".join(block.knobs) or "none"
+            raise InvalidKnob(name, f"not a knob of this question (knobs: {allowed})")
+        match = next((v for v in knob.values if v == value and type(v) is type(value)), None)
+        if match is None and not isinstance(value, bool):
+            # JSON has one number type: accept 2.0 for an allowed 2, never True for 1.
+            match = next((v for v in knob.values if not isinstance(v, bool) and v == value), None)
+        if match is None:
+            raise InvalidKnob(name, f"{value!r} is not allowed; choose one of {knob.values!r}")
+        params[name] = match
+    world_size = block.world_size
+    if "world_size" in params:
+        world_size = int(params["world_size"])
+    return world_size, params
+
+
+def audit_combinations(block: VerifyBlock) -> list[dict[str, KnobValue]]:
+    """The knob assignments `bank verify` runs for a question."""
+    if block.audit == "default":
+        return [block.defaults()]
+    if block.audit == "all":
+        names = list(block.knobs)
+        combos = itertools.product(*(block.knobs[n].values for n in names))
+        return [dict(zip(names, combo, strict=True)) for combo in combos]
+    return [{**block.defaults(), **combo} for combo in block.audit]
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    snippet_text: str
+    world_size: int
+    params: dict[str, Any]
+    timeout_s: float
+    torch_version: str
+    harness_version: str
+    question_revision_id: int | None = None
+    requested_by: str | None = None
+
+    @property
+    def key(self) -> str:
+        return cache_key(snippet_text=self.snippet_text, world_size=self.world_size,
+                         params=self.params, torch_version=self.torch_version,
+                         harness_version=self.harness_version)
+
+
+def request_for(
+    doc: QuestionDoc, raw_params: dict[str, Any] | None, *, torch_version: str,
+    harness_version: str, revision_id: int | None = None, requested_by: str | None = None,
+) -> RunRequest:
+    """The run request for a question and knob values (validated)."""
+    assert doc.verify is not None and doc.snippet_text is not None
+    world_size, params = resolve_knobs(doc.verify, raw_params)
+    return RunRequest(snippet_text=doc.snippet_text, world_size=world_size, params=params,
+                      timeout_s=doc.verify.timeout_s, torch_version=torch_version,
+                      harness_version=harness_version, question_revision_id=revision_id,
+                      requested_by=requested_by)
+
+
+def get_run(*, db_session: Session, run_id: int) -> Run | None:
+    """The run with this id."""
+    return db_session.get(Run, run_id)
+
+
+def find_live(*, db_session: Session, key: str) -> Run | None:
+    """The run currently answering this cache key, if any."""
+    return db_session.scalar(select(Run).where(Run.cache_key == key, Run.live.is_(True)))
+
+
+def request_run(*, db_session: Session, req: RunRequest, fresh: bool = False) -> tuple[Run, bool]:
+    """The run for this request and whether it was already there (a cache hit or a shared job).
+
+    `fresh` supersedes a finished run so the snippet executes again (authors only).
+    A permanently failed run is superseded too: infrastructure failures are not answers.
+    """
+    key = req.key
+    existing = find_live(db_session=db_session, key=key)
+    if existing is not None:
+        stale = existing.status == RUN_FAILED or (fresh and existing.status == RUN_DONE)
+        if not stale:
+            return existing, True
+        existing.live = None
+        db_session.flush()
+    run = Run(
+        cache_key=key, live=True, question_revision_id=req.question_revision_id,
+        snippet_hash=snippet_hash(req.snippet_text), snippet_text=req.snippet_text,
+        world_size=req.world_size, params=req.params, timeout_s=req.timeout_s,
+        torch_version=req.torch_version, harness_version=req.harness_version,
+        requested_by=req.requested_by, status=RUN_QUEUED,
+    )
+    try:
+        with db_session.begin_nested():
+            db_session.add(run)
+            db_session.flush()
+    except IntegrityError:
+        # Another request inserted the same key between our read and our insert.
+        winner = find_live(db_session=db_session, key=key)
+        if winner is None:
+            raise
+        return winner, True
+    return run, False
+
+
+def fresh_runs_since(*, db_session: Session, requested_by: str, seconds: float) -> int:
+    """How many runs this requester caused to execute in the last `seconds`."""
+    since = utcnow() - timedelta(seconds=seconds)
+    return int(db_session.scalar(
+        select(func.count()).select_from(Run)
+        .where(Run.requested_by == requested_by, Run.requested_at >= since)
+    ) or 0)
+
+
+def _claimable(now: Any) -> Any:
+    return or_(
+        Run.status == RUN_QUEUED,
+        and_(Run.status == RUN_RUNNING, Run.lease_expires_at < now),
+    )
+
+
+def claim_run(*, db_session: Session, worker_id: str, lease_seconds: float) -> Run | None:
+    """Take the oldest queued run (or one whose lease expired) and lease it to this worker."""
+    expire_stale_leases(db_session=db_session)
+    now = utcnow()
+    expires = now + timedelta(seconds=lease_seconds)
+    if db_session.get_bind().dialect.name == "postgresql":
+        run = db_session.scalar(
+            select(Run).where(_claimable(now)).order_by(Run.requested_at, Run.id)
+            .limit(1).with_for_update(skip_locked=True)
+        )
+        if run is None:
+            return None
+        run.status, run.lease_owner, run.lease_expires_at = RUN_RUNNING, worker_id, expires
+        run.claimed_at = now
+        run.attempts += 1
+        db_session.flush()
+        return run
+    # SQLite: one UPDATE statement is atomic under the database's write lock.
+    pick = (select(Run.id).where(_claimable(now)).order_by(Run.requested_at, Run.id)
+            .limit(1).scalar_subquery())
+    run_id = db_session.scalar(
+        update(Run).where(Run.id == pick, _claimable(now))
+        .values(status=RUN_RUNNING, lease_owner=worker_id, lease_expires_at=expires,
+                claimed_at=now, attempts=Run.attempts + 1)
+        .returning(Run.id)
+    )
+    if run_id is None:
+        return None
+    run = db_session.get(Run, run_id)
+    if run is not None:
+        db_session.refresh(run)
+    return run
+
+
+def renew_lease(*, db_session: Session, run_id: int, worker_id: str, lease_seconds: float) -> bool:
+    """Extend this worker's lease; False if the run is no longer this worker's."""
+    res = db_session.execute(
+        update(Run).where(Run.id == run_id, Run.lease_owner == worker_id,
+                          Run.status == RUN_RUNNING)
+        .values(lease_expires_at=utcnow() + timedelta(seconds=lease_seconds))
+    )
+    return bool(res.rowcount)  # type: ignore[attr-defined]
+
+
+def mark_started(*, db_session: Session, run_id: int, worker_id: str) -> None:
+    """Record when execution began."""
+    db_session.execute(update(Run).where(Run.id == run_id, Run.lease_owner == worker_id)
+                       .values(started_at=utcnow()))
+
+
+def validate_result(result: dict[str, Any]) -> dict[str, Any]:
+    """Check a result's shape with the engine's model and cap its size; raises InvalidResult."""
+    from app.verify.result import RunResult
+
+    try:
+        data = RunResult.model_validate(result).model_dump(mode="json")
+    except ValidationError as exc:
+        raise InvalidResult(f"result does not match the run result schema: {exc}") from exc
+    return cap_result(data)
+
+
+def cap_result(data: dict[str, Any], limit: int = MAX_RESULT_BYTES) -> dict[str, Any]:
+    """Trim the longest event lists until the JSON fits in `limit` bytes, saying so."""
+    size = len(json.dumps(data))
+    trimmed = 0
+    while size > limit:
+        ranks = data.get("ranks") or []
+        longest = max(ranks, key=lambda r: len(r.get("events") or []), default=None)
+        if not longest or len(longest.get("events") or []) <= 10:
+            for r in ranks:
+                r["stdout"] = (r.get("stdout") or "")[:1024]
+                r["stderr"] = (r.get("stderr") or "")[:1024]
+            data["buckets"] = (data.get("buckets") or [])[:500]
+            break
+        events = longest["events"]
+        keep = len(events) // 2
+        trimmed += len(events) - keep
+        longest["events"] = events[:keep]
+        size = len(json.dumps(data))
+    if trimmed:
+        note = f" (Stored result trimmed: {trimmed} later events dropped to fit {limit} bytes.)"
+        data["diagnosis"] = (data.get("diagnosis") or "") + note
+    return data
+
+
+def complete_run(*, db_session: Session, run_id: int, worker_id: str, result: dict[str, Any]) -> bool:
+    """Store a validated result and mark the run done; False if the lease was lost."""
+    data = validate_result(result)
+    res = db_session.execute(
+        update(Run).where(Run.id == run_id, Run.lease_owner == worker_id,
+                          Run.status == RUN_RUNNING)
+        .values(status=RUN_DONE, result=data, finished_at=utcnow(), lease_owner=None,
+                lease_expires_at=None, failure_reason=None)
+    )
+    return bool(res.rowcount)  # type: ignore[attr-defined]
+
+
+def fail_attempt(*, db_session: Session, run_id: int, worker_id: str, reason: str) -> str | None:
+    """An infrastructure failure: queue the run again, or fail it after MAX_ATTEMPTS."""
+    run = db_session.get(Run, run_id)
+    if run is None or run.lease_owner != worker_id:
+        return None
+    run.failure_reason = reason[:2000]
+    run.lease_owner = None
+    run.lease_expires_at = None
+    if run.attempts >= MAX_ATTEMPTS:
+        run.status = RUN_FAILED
+        run.finished_at = utcnow()
+    else:
+        run.status = RUN_QUEUED
+    db_session.flush()
+    return run.status
+
+
+def release_run(*, db_session: Session, run_id: int, worker_id: str) -> None:
+    """Give a claimed run back without counting an attempt (a worker shutting down)."""
+    db_session.execute(
+        update(Run).where(Run.id == run_id, Run.lease_owner == worker_id,
+                          Run.status == RUN_RUNNING)
+        .values(status=RUN_QUEUED, lease_owner=None, lease_expires_at=None,
+                attempts=Run.attempts - 1)
+    )
+
+
+def expire_stale_leases(*, db_session: Session) -> int:
+    """Fail runs whose lease ran out after their last allowed attempt; returns how many."""
+    now = utcnow()
+    res = db_session.execute(
+        update(Run).where(Run.status == RUN_RUNNING, Run.lease_expires_at < now,
+                          Run.attempts >= MAX_ATTEMPTS)
+        .values(status=RUN_FAILED, finished_at=now, lease_owner=None,
+                failure_reason="the worker running it stopped responding")
+    )
+    return int(res.rowcount)  # type: ignore[attr-defined]
+
+
+def record_verdict(
+    *, db_session: Session, revision_id: int, torch_version: str, passed: bool,
+    checks: list[dict[str, Any]],
+) -> Verdict:
+    """Store the outcome of auditing a revision's expectations."""
+    verdict = Verdict(revision_id=revision_id, torch_version=torch_version, passed=passed,
+                      checks=checks)
+    db_session.add(verdict)
+    db_session.flush()
+    return verdict
+
+
+def latest_verdict(*, db_session: Session, revision_id: int) -> Verdict | None:
+    """The most recent audit verdict of a revision."""
+    return db_session.scalar(
+        select(Verdict).where(Verdict.revision_id == revision_id)
+        .order_by(Verdict.created_at.desc(), Verdict.id.desc()).limit(1)
+    )

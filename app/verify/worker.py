@@ -1,0 +1,193 @@
+"""Workers: claim a run, execute it on the engine while renewing the lease, store the result.
+
+A worker is handed ids, never ORM objects, and opens a short session for each
+step, so no database connection is held while ranks run.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from app.db import session_scope
+from app.settings import Settings
+from app.verify import service
+
+log = logging.getLogger("ddpdrill.worker")
+
+# How often an idle worker looks for work when nobody wakes it.
+POLL_SECONDS = 0.1
+
+
+@dataclass(frozen=True)
+class Job:
+    run_id: int
+    snippet_text: str
+    world_size: int
+    params: dict[str, Any]
+    timeout_s: float
+
+
+def new_worker_id() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+class Worker:
+    """One worker loop; several may run in threads of one process or in many processes."""
+
+    def __init__(
+        self,
+        factory: sessionmaker[Session],
+        settings: Settings,
+        *,
+        stop: threading.Event | None = None,
+        wakeup: threading.Event | None = None,
+        engine_factory: Callable[[], Any] | None = None,
+        worker_id: str | None = None,
+    ) -> None:
+        self.factory = factory
+        self.settings = settings
+        self.stop = stop or threading.Event()
+        self.wakeup = wakeup or threading.Event()
+        self.worker_id = worker_id or new_worker_id()
+        self._engine_factory = engine_factory
+        self.completed = 0
+
+    def _engine(self) -> Any:
+        if self._engine_factory is not None:
+            return self._engine_factory()
+        from app.verify.engine import get_engine
+
+        return get_engine()
+
+    def claim(self) -> Job | None:
+        with session_scope(self.factory) as s:
+            run = service.claim_run(db_session=s, worker_id=self.worker_id,
+                                    lease_seconds=self.settings.lease_seconds)
+            if run is None:
+                return None
+            return Job(run.id, run.snippet_text, run.world_size, dict(run.params or {}),
+                       run.timeout_s)
+
+    def _renew_until(self, job: Job, done: threading.Event) -> None:
+        interval = max(0.2, self.settings.lease_seconds / 3)
+        while not done.wait(interval):
+            try:
+                with session_scope(self.factory) as s:
+                    if not service.renew_lease(db_session=s, run_id=job.run_id,
+                                               worker_id=self.worker_id,
+                                               lease_seconds=self.settings.lease_seconds):
+                        log.warning("lost the lease on run %s", job.run_id)
+                        return
+            except Exception:  # a database blip: try again on the next tick
+                log.exception("renewing the lease on run %s failed", job.run_id)
+
+    def execute(self, job: Job) -> None:
+        """Run one claimed job to a stored result, or record an infrastructure failure."""
+        from app.verify.engine import EngineFailure, Limits
+
+        with session_scope(self.factory) as s:
+            service.mark_started(db_session=s, run_id=job.run_id, worker_id=self.worker_id)
+        done = threading.Event()
+        renewer = threading.Thread(target=self._renew_until, args=(job, done), daemon=True,
+                                   name=f"lease-{job.run_id}")
+        renewer.start()
+        try:
+            base = Limits.from_settings(self.settings)
+            limits = type(base)(**{**_fields(base), "timeout_s": job.timeout_s})
+            result = self._engine().run(job.snippet_text, world_size=job.world_size,
+                                        params=job.params, limits=limits)
+            data = result.model_dump(mode="json")
+        except EngineFailure as exc:
+            done.set()
+            self._fail(job, f"verify engine failure: {exc}")
+            return
+        except Exception as exc:
+            done.set()
+            log.exception("run %s crashed the worker", job.run_id)
+            self._fail(job, f"worker error: {type(exc).__name__}: {exc}")
+            return
+        done.set()
+        renewer.join(timeout=5)
+        try:
+            with session_scope(self.factory) as s:
+                stored = service.complete_run(db_session=s, run_id=job.run_id,
+                                              worker_id=self.worker_id, result=data)
+        except service.InvalidResult as exc:
+            self._fail(job, str(exc))
+            return
+        if stored:
+            self.completed += 1
+        else:
+            log.warning("run %s finished after its lease passed to another worker", job.run_id)
+
+    def _fail(self, job: Job, reason: str) -> None:
+        with session_scope(self.factory) as s:
+            service.fail_attempt(db_session=s, run_id=job.run_id, worker_id=self.worker_id,
+                                 reason=reason)
+
+    def run_once(self) -> bool:
+        """Claim and execute one run; False when there was nothing to do."""
+        job = self.claim()
+        if job is None:
+            return False
+        self.execute(job)
+        return True
+
+    def loop(self) -> None:
+        """Work until `stop` is set; the run in hand is always finished first."""
+        log.info("worker %s started", self.worker_id)
+        while not self.stop.is_set():
+            try:
+                worked = self.run_once()
+            except Exception:
+                log.exception("worker %s: claiming failed", self.worker_id)
+                worked = False
+            if not worked:
+                self.wakeup.wait(POLL_SECONDS)
+                self.wakeup.clear()
+        log.info("worker %s stopped after %d runs", self.worker_id, self.completed)
+
+
+def _fields(obj: Any) -> dict[str, Any]:
+    if hasattr(obj, "model_dump"):
+        return dict(obj.model_dump())
+    import dataclasses
+
+    return dataclasses.asdict(obj)
+
+
+class WorkerPool:
+    """N worker threads in this process, sharing one stop flag and one wake-up signal."""
+
+    def __init__(self, factory: sessionmaker[Session], settings: Settings, count: int) -> None:
+        self.stop = threading.Event()
+        self.wakeup = threading.Event()
+        self.workers = [Worker(factory, settings, stop=self.stop, wakeup=self.wakeup)
+                        for _ in range(count)]
+        self.threads: list[threading.Thread] = []
+
+    def start(self) -> None:
+        for i, w in enumerate(self.workers):
+            t = threading.Thread(target=w.loop, name=f"verify-worker-{i}", daemon=True)
+            t.start()
+            self.threads.append(t)
+
+    def notify(self) -> None:
+        """Wake an idle worker now instead of at its next poll."""
+        self.wakeup.set()
+
+    def shutdown(self, timeout: float | None = None) -> None:
+        """Stop taking work and wait for the runs in hand to finish."""
+        self.stop.set()
+        self.wakeup.set()
+        for t in self.threads:
+            t.join(timeout)

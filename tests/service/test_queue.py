@@ -1,0 +1,187 @@
+"""The run queue on real databases with real workers and real gloo runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from sqlalchemy import select
+from sqlalchemy.orm import Session, sessionmaker
+
+from app.db import session_scope
+from app.settings import Settings
+from app.verify import service
+from app.verify.models import RUN_DONE, RUN_FAILED, RUN_QUEUED, RUN_RUNNING, Run
+from app.verify.worker import Worker
+from tests.service.conftest import enqueue, make_request, run_status, wait_for
+
+COUNTING_SNIPPET = """
+import os
+# One marker file per execution: the test counts them to prove each run executed once.
+open(os.path.join(params["dir"], f"{params['i']}-{os.getpid()}"), "w").close()
+report("i", params["i"])
+"""
+
+
+def test_same_key_twice_gives_one_run(session_factory: sessionmaker[Session]) -> None:
+    req = make_request("report('x', 1)")
+    first = enqueue(session_factory, req)
+    with session_scope(session_factory) as s:
+        run, cached = service.request_run(db_session=s, req=req)
+    assert run.id == first and cached
+
+
+def test_concurrent_requests_for_one_key_share_one_run(session_factory: sessionmaker[Session]) -> None:
+    req = make_request("report('x', 2)")
+    ids: list[int] = []
+    errors: list[BaseException] = []
+    barrier = threading.Barrier(6)
+
+    def ask() -> None:
+        try:
+            barrier.wait()
+            ids.append(enqueue(session_factory, req))
+        except BaseException as exc:  # surfaced below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=ask) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert len(set(ids)) == 1
+    with session_scope(session_factory) as s:
+        assert len(s.scalars(select(Run).where(Run.cache_key == req.key)).all()) == 1
+
+
+def test_worker_executes_and_stores_a_validated_result(
+    session_factory: sessionmaker[Session], settings: Settings
+) -> None:
+    run_id = enqueue(session_factory, make_request("report('answer', 42)"))
+    assert Worker(session_factory, settings).run_once()
+    with session_scope(session_factory) as s:
+        run = s.get(Run, run_id)
+        assert run is not None and run.status == RUN_DONE
+        assert run.result is not None and run.result["outcome"] == "ok"
+        assert run.result["ranks"][0]["values"]["answer"] == 42
+        assert run.attempts == 1
+        assert run.claimed_at and run.started_at and run.finished_at
+        assert run.requested_at <= run.claimed_at <= run.started_at <= run.finished_at
+
+
+def test_done_run_is_served_from_cache_and_fresh_executes_again(
+    session_factory: sessionmaker[Session], settings: Settings
+) -> None:
+    req = make_request("report('v', 1)")
+    run_id = enqueue(session_factory, req)
+    Worker(session_factory, settings).run_once()
+    with session_scope(session_factory) as s:
+        again, cached = service.request_run(db_session=s, req=req)
+        assert (again.id, again.status, cached) == (run_id, RUN_DONE, True)
+        fresh, cached = service.request_run(db_session=s, req=req, fresh=True)
+        assert fresh.id != run_id and not cached and fresh.status == RUN_QUEUED
+        old = s.get(Run, run_id)
+        assert old is not None and old.live is None and old.result is not None
+
+
+def test_two_worker_processes_execute_twenty_runs_exactly_once(
+    session_factory: sessionmaker[Session], worker_process, tmp_path: Path  # type: ignore[no-untyped-def]
+) -> None:
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    ids = [enqueue(session_factory, make_request(COUNTING_SNIPPET, params={"dir": str(marks), "i": i}))
+           for i in range(20)]
+    a, b = worker_process(), worker_process()
+    wait_for(lambda: all(run_status(session_factory, i) == RUN_DONE for i in ids), timeout=90)
+    executions = Counter(name.split("-")[0] for name in os.listdir(marks))
+    assert executions == Counter({str(i): 1 for i in range(20)})
+    with session_scope(session_factory) as s:
+        runs = s.scalars(select(Run).where(Run.id.in_(ids))).all()
+        assert all(r.attempts == 1 for r in runs)
+        assert [r.result["ranks"][0]["values"]["i"] for r in sorted(runs, key=lambda r: r.id)] == list(range(20))
+    assert a.poll() is None and b.poll() is None
+
+
+def test_run_of_a_killed_worker_is_claimed_again_and_completes(
+    session_factory: sessionmaker[Session], worker_process  # type: ignore[no-untyped-def]
+) -> None:
+    run_id = enqueue(session_factory, make_request(
+        "import time\ntime.sleep(2.0)\nreport('slept', True)", timeout_s=10))
+    doomed = worker_process(lease_seconds=1.5)
+    wait_for(lambda: run_status(session_factory, run_id) == RUN_RUNNING, timeout=30)
+    os.killpg(doomed.pid, signal.SIGKILL)
+    doomed.wait(timeout=10)
+    worker_process(lease_seconds=1.5)
+    wait_for(lambda: run_status(session_factory, run_id) == RUN_DONE, timeout=60)
+    with session_scope(session_factory) as s:
+        run = s.get(Run, run_id)
+        assert run is not None and run.attempts == 2
+        assert run.result is not None and run.result["ranks"][0]["values"]["slept"] is True
+
+
+def test_sigterm_lets_the_worker_finish_its_run(
+    session_factory: sessionmaker[Session], worker_process  # type: ignore[no-untyped-def]
+) -> None:
+    run_id = enqueue(session_factory, make_request("import time\ntime.sleep(1.0)\nreport('ok', 1)"))
+    proc = worker_process()
+    wait_for(lambda: run_status(session_factory, run_id) == RUN_RUNNING, timeout=30)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=30) == 0
+    assert run_status(session_factory, run_id) == RUN_DONE
+
+
+def test_infrastructure_failure_is_retried_then_marked_failed(
+    session_factory: sessionmaker[Session],
+) -> None:
+    run_id = enqueue(session_factory, make_request("report('x', 3)"))
+    statuses = []
+    for n in range(service.MAX_ATTEMPTS):
+        with session_scope(session_factory) as s:
+            run = service.claim_run(db_session=s, worker_id=f"w{n}", lease_seconds=30)
+            assert run is not None and run.id == run_id
+            statuses.append(service.fail_attempt(db_session=s, run_id=run_id, worker_id=f"w{n}",
+                                                 reason="forkserver died"))
+    assert statuses == [RUN_QUEUED, RUN_QUEUED, RUN_FAILED]
+    with session_scope(session_factory) as s:
+        assert service.claim_run(db_session=s, worker_id="w9", lease_seconds=30) is None
+        # A failed run is not an answer: asking again queues a new one.
+        again, cached = service.request_run(db_session=s, req=make_request("report('x', 3)"))
+        assert again.id != run_id and not cached
+
+
+def test_expired_lease_is_reclaimed_and_the_old_worker_cannot_complete(
+    session_factory: sessionmaker[Session],
+) -> None:
+    run_id = enqueue(session_factory, make_request("report('x', 4)"))
+    with session_scope(session_factory) as s:
+        assert service.claim_run(db_session=s, worker_id="old", lease_seconds=0.01) is not None
+    time.sleep(0.05)
+    with session_scope(session_factory) as s:
+        run = service.claim_run(db_session=s, worker_id="new", lease_seconds=30)
+        assert run is not None and run.id == run_id and run.attempts == 2
+        assert not service.renew_lease(db_session=s, run_id=run_id, worker_id="old", lease_seconds=30)
+
+
+def test_worker_rejects_a_result_of_the_wrong_shape(session_factory: sessionmaker[Session]) -> None:
+    run_id = enqueue(session_factory, make_request("report('x', 5)"))
+    with session_scope(session_factory) as s:
+        service.claim_run(db_session=s, worker_id="w", lease_seconds=30)
+        with pytest.raises(service.InvalidResult):
+            service.complete_run(db_session=s, run_id=run_id, worker_id="w",
+                                 result={"outcome": "great", "ranks": "many"})
+
+
+def test_oversized_result_is_trimmed_before_storing() -> None:
+    data = {"diagnosis": "ok", "ranks": [
+        {"events": [{"t_ms": i, "kind": "x", "pad": "y" * 100} for i in range(5000)],
+         "stdout": "", "stderr": ""}], "buckets": []}
+    capped = service.cap_result(data, limit=100_000)
+    assert len(json.dumps(capped)) <= 100_000
+    assert "trimmed" in capped["diagnosis"]
