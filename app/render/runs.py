@@ -18,8 +18,19 @@ def _t(event: dict[str, Any]) -> float:
     return float(event.get("t_ms", 0.0))
 
 
+def snippet_start(result: dict[str, Any]) -> float:
+    """When the first rank started the snippet (ms from run start): the timeline's zero."""
+    starts = [_t(ev) for r in result.get("ranks") or [] for ev in r.get("events") or []
+              if ev.get("kind") == "snippet_start"]
+    return min(starts) if starts else 0.0
+
+
 def rank_lanes(result: dict[str, Any]) -> tuple[list[Lane], float]:
-    """One lane per rank: DDP forward/backward, collectives (blocked ones to the kill), exits."""
+    """One lane per rank: DDP forward/backward, collectives (blocked ones to the kill), exits.
+
+    Times are shifted so that 0 is the moment the first rank started the snippet.
+    """
+    t0 = snippet_start(result)
     t_end = float((result.get("timings") or {}).get("wall_ms") or 0.0)
     lanes = []
     for r in result.get("ranks") or []:
@@ -68,18 +79,22 @@ def rank_lanes(result: dict[str, Any]) -> tuple[list[Lane], float]:
             label = str(blocked.get("op"))
             lane.spans.append(Span(since, max(t_end, since), "blocked", f"{label} (blocked)",
                                    f"blocked in {label} from {since:.1f} ms until the run was stopped"))
-        lane.spans = lane.spans[:MAX_SPANS_PER_LANE]
+        lane.spans = [Span(max(0.0, sp.start - t0), max(0.0, sp.end - t0), sp.kind, sp.label, sp.title)
+                      for sp in lane.spans[:MAX_SPANS_PER_LANE]]
+        lane.marks = [Mark(max(0.0, m.t - t0), m.kind, m.label) for m in lane.marks]
         lanes.append(lane)
-    return lanes, t_end
+    return lanes, max(0.0, t_end - t0)
 
 
 def timeline_picture(result: dict[str, Any], svg_id: str = "run-timeline") -> Markup:
     lanes, t_end = rank_lanes(result)
     blocked = [f"rank {r.get('rank')} blocked in {r['blocked_in']['op']}"
                for r in result.get("ranks") or [] if r.get("blocked_in")]
-    desc = (f"Measured timeline of {len(lanes)} ranks over {t_end:.0f} ms; outcome "
+    desc = (f"Measured timeline of {len(lanes)} ranks over {t_end:.0f} ms from the start of the "
+            f"snippet; outcome "
             f"{result.get('outcome')}." + (" " + "; ".join(blocked) + "." if blocked else ""))
-    return timeline_svg(lanes, t_end, title="What each rank did, measured", desc=desc, svg_id=svg_id)
+    return timeline_svg(lanes, t_end, title="What each rank did, measured", desc=desc, svg_id=svg_id,
+                        unit="ms since the snippet started")
 
 
 @dataclass
@@ -101,30 +116,51 @@ class BucketView:
             for r in self.rows
         ) + f". Backward compute ended at {self.compute_end:.2f} ms."
         return bucket_svg(self.rows, self.compute_end, svg_id=svg_id, desc=desc,
+                          unit="ms from backward start",
                           title=f"Gradient buckets on rank {self.rank}, iteration {self.iteration}")
 
 
 def bucket_views(result: dict[str, Any], *, max_views: int = 4) -> list[BucketView]:
     """Bucket charts per (rank, iteration), earliest first; times relative to the run start."""
     backward_end: dict[tuple[int, int], float] = {}
+    forward_end: dict[tuple[int, int], float] = {}
+    last_grad: dict[tuple[int, int], float] = {}
     for r in result.get("ranks") or []:
         for ev in r.get("events") or []:
-            if ev.get("kind") == "ddp_backward_end" and ev.get("iteration") is not None:
-                backward_end[(int(r.get("rank", 0)), int(ev["iteration"]))] = _t(ev)
+            if ev.get("iteration") is None:
+                continue
+            key = (int(r.get("rank", 0)), int(ev["iteration"]))
+            if ev.get("kind") == "grad_ready":
+                # The last gradient computed ends backward compute; DDP's own
+                # backward_end comes later, after it has waited for the buckets.
+                last_grad[key] = max(last_grad.get(key, 0.0), _t(ev))
+            elif ev.get("kind") == "ddp_backward_end":
+                backward_end[key] = _t(ev)
+            elif ev.get("kind") == "ddp_forward_end":
+                forward_end[key] = _t(ev)
     groups: dict[tuple[int, int], list[dict[str, Any]]] = defaultdict(list)
     for b in result.get("buckets") or []:
         groups[(int(b.get("rank", 0)), int(b.get("iteration", 0)))].append(b)
     views = []
     for (rank, iteration), recs in sorted(groups.items(), key=lambda kv: (kv[0][1], kv[0][0])):
         recs = sorted(recs, key=lambda b: b.get("reduce_start_ms") or 0.0)
+        # Like the article's table: times from the start of this iteration's backward
+        # (approximated by the end of its forward), not from the start of the run.
+        t0 = forward_end.get((rank, iteration))
+        if t0 is None:
+            t0 = min((float(b.get("first_ready_ms") or b.get("reduce_start_ms") or 0.0) for b in recs),
+                     default=0.0)
         rows = []
         for b in recs:
             start = float(b.get("reduce_start_ms") or 0.0)
             end = float(b.get("reduce_end_ms") if b.get("reduce_end_ms") is not None else start)
             first = float(b.get("first_ready_ms") if b.get("first_ready_ms") is not None else start)
             last = float(b.get("last_ready_ms") if b.get("last_ready_ms") is not None else start)
-            rows.append(BucketRow(f"bucket {b.get('index')}", first, last, start, end))
-        compute_end = backward_end.get((rank, iteration), max((r.last_ready for r in rows), default=0.0))
+            rows.append(BucketRow(f"bucket {b.get('index')}", max(0.0, first - t0), max(0.0, last - t0),
+                                  max(0.0, start - t0), max(0.0, end - t0)))
+        end_abs = last_grad.get((rank, iteration), backward_end.get((rank, iteration)))
+        compute_end = (max(0.0, end_abs - t0) if end_abs is not None
+                       else max((r.last_ready for r in rows), default=0.0))
         views.append(BucketView(rank, iteration, rows, compute_end, recs))
     return views[:max_views]
 

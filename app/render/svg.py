@@ -68,6 +68,18 @@ def _ticks(t_max: float) -> list[float]:
     return ticks
 
 
+# Roughly how wide one character of an 11px label is, to fit labels in their boxes.
+CHAR_W = 6.2
+
+
+def _fit(label: str, width: float) -> str:
+    """The label, shortened with an ellipsis to fit a box `width` wide, or '' if nothing fits."""
+    room = int((width - 6) / CHAR_W)
+    if not label or room < 3:
+        return ""
+    return label if len(label) <= room else label[: room - 1] + "…"
+
+
 def _fmt(t: float) -> str:
     return f"{t:g}" if abs(t) >= 10 or t == int(t) else f"{t:.1f}"
 
@@ -124,9 +136,10 @@ def timeline_svg(lanes: list[Lane], t_end: float, *, title: str, desc: str, unit
                 + (' stroke="#b91c1c" stroke-width="2"' if s.kind == "blocked" else "")
                 + "/>"
             )
-            if s.label and w > 7 * len(s.label) * 0.8:
+            label = _fit(s.label, w)
+            if label:
                 parts.append(f'<text x="{x0 + 3:.1f}" y="{yy + hh / 2 + 4}" class="span-label">'
-                             f'{escape(s.label)}</text>')
+                             f'{escape(label)}</text>')
             parts.append("</g>")
         for m in lane.marks:
             xx = x(m.t)
