@@ -10,11 +10,14 @@ from typing import Any
 
 from bs4 import BeautifulSoup
 from httpx import Response
+from itsdangerous import URLSafeSerializer
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
+from app.identity import LEARNER_COOKIE
 from app.questions.bank import load_bank
 from app.questions.service import ImportReport, import_bank
+from app.settings import Settings
 
 TESTS = Path(__file__).resolve().parent
 FIXTURE_BANK = TESTS / "fixtures" / "bank"
@@ -38,6 +41,11 @@ def parse(response: Response | str) -> BeautifulSoup:
     """The response's HTML as a tree."""
     text = response if isinstance(response, str) else response.text
     return BeautifulSoup(text, "lxml")
+
+
+def text(element: Any) -> str:
+    """An element's visible text with runs of whitespace made single spaces."""
+    return " ".join(element.get_text(" ").split())
 
 
 def parse_fragment(response: Response) -> BeautifulSoup:
@@ -87,6 +95,13 @@ def shown_slug(soup: BeautifulSoup) -> str:
     link = soup.select_one("article.question p.hint a[href^='/questions/']")
     assert link is not None
     return str(link["href"]).removeprefix("/questions/")
+
+
+def learner_id(client: Any, settings: Settings) -> str:
+    """The learner id in the client's signed cookie."""
+    value = client.cookies.get(LEARNER_COOKIE)
+    assert value, "no learner cookie yet"
+    return str(URLSafeSerializer(settings.resolved_secret_key(), salt="learner").loads(value))
 
 
 def count(session_factory: sessionmaker[Session], model: Any, *where: Any) -> int:

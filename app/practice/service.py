@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import random
 import uuid
 from dataclasses import dataclass
@@ -150,6 +151,15 @@ def answer_item(
     return attempt, result
 
 
+def replay_key(*, learner_id: str, question_id: int, token: str) -> str:
+    """What an attempt stores for a form token or Idempotency-Key.
+
+    Scoped to the learner and the question: an API client's key "1" must not
+    collide with another learner's "1", nor return an attempt at another question.
+    """
+    return hashlib.sha256(f"{learner_id}\0{question_id}\0{token}".encode()).hexdigest()
+
+
 def answer_question(
     *,
     db_session: Session,
@@ -162,6 +172,7 @@ def answer_question(
     """Grade and store a standalone attempt; replaying the same token returns the first one."""
     ensure_learner(db_session=db_session, learner_id=learner_id)
     if token:
+        token = replay_key(learner_id=learner_id, question_id=question.id, token=token)
         existing = db_session.scalar(select(Attempt).where(Attempt.token == token))
         if existing is not None:
             raise AlreadyAnswered(existing)

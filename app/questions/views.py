@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import secrets
+import time
 from typing import Any
 
 from fastapi import APIRouter, HTTPException, Request
@@ -17,6 +18,28 @@ from app.questions.schema import QuestionDoc
 from app.templating import templates
 
 router = APIRouter(include_in_schema=False)
+
+# A time taken longer than this is a tab left open, not time spent on the question.
+MAX_TIME_TAKEN_MS = 24 * 3600 * 1000
+
+
+def new_form_token() -> str:
+    """A one-time token for a standalone answer form: the render time, then randomness.
+
+    The time lets a standalone attempt store its time taken, as a quiz item does; like
+    the API's time_taken_ms it is the learner's own claim, so it is only sanity-checked.
+    """
+    return f"{int(time.time() * 1000)}.{secrets.token_urlsafe(16)}"
+
+
+def time_taken_ms(token: str | None) -> int | None:
+    """Milliseconds since the form with this token was rendered, if plausible."""
+    try:
+        shown = int((token or "").split(".", 1)[0])
+    except ValueError:
+        return None
+    elapsed = int(time.time() * 1000) - shown
+    return elapsed if 0 <= elapsed <= MAX_TIME_TAKEN_MS else None
 
 
 def question_context(doc: QuestionDoc) -> dict[str, Any]:
@@ -73,7 +96,7 @@ def question_page(request: Request, slug: str, db_session: SessionDep) -> Respon
     question = _published_or_404(db_session, slug)
     assert question.current_revision is not None
     doc = service.revision_doc(question.current_revision)
-    ctx = {**question_context(doc), "question": question, "token": secrets.token_urlsafe(16),
+    ctx = {**question_context(doc), "question": question, "token": new_form_token(),
            "action": f"/questions/{slug}/answer"}
     return templates.TemplateResponse(request, "questions/question.html", ctx)
 
@@ -89,14 +112,15 @@ async def answer_page(
     base = {"question": question, "action": f"/questions/{slug}/answer"}
     try:
         _attempt, grade = answer_question(db_session=db_session, learner_id=learner_id,
-                                         question=question, raw_answer=raw, token=token)
+                                         question=question, raw_answer=raw, token=token,
+                                         time_taken_ms=time_taken_ms(token))
         ctx = {**base, **graded_context(doc, grade.answer, grade.score, grade.correct)}
         status = 200
     except AlreadyAnswered as exc:
         prior = exc.attempt
         ctx = {**base, **graded_context(doc, prior.answer, prior.score, prior.correct),
                "notice": "This answer was already submitted; the first submission counts."}
-        status = 200
+        status = 409
     except InvalidAnswer as exc:
         ctx = {**base, **question_context(doc), "error": str(exc), "token": token,
                "previous": raw}
