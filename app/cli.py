@@ -16,6 +16,7 @@ from app.questions.bank import load_bank, write_bank
 from app.questions.models import Question
 from app.questions.service import export_bank, import_bank
 from app.settings import Settings, get_settings
+from app.verify.cli import verify_command
 
 app = typer.Typer(help="DDP Drill: practise PyTorch distributed-training questions.",
                   no_args_is_help=True, add_completion=False)
@@ -23,6 +24,7 @@ db_app = typer.Typer(help="Database migrations.", no_args_is_help=True)
 bank_app = typer.Typer(help="The question bank as files.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
 app.add_typer(bank_app, name="bank")
+app.command("verify")(verify_command)
 
 out = Console()
 err = Console(stderr=True)

@@ -94,6 +94,7 @@ class _Story:
     stack_source: str | None = None
     op_counts: dict[str, int] = field(default_factory=dict)
     buckets: int = 0
+    shadowed: int = 0
 
 
 def _t(ms: float | None) -> str:
@@ -106,6 +107,11 @@ def _short(message: str, limit: int = 160) -> str:
     first = message.strip().splitlines()[0] if message.strip() else ""
     # gloo prefixes its errors with the C++ source location: drop it.
     first = re.sub(r"^\[[^\]]*\.(cc|cpp|h):\d+\]\s*", "", first)
+    # gloo appends advice ("This is typically caused by ..."): keep the first sentence.
+    cut = first.find(". ", 20)
+    if cut != -1:
+        first = first[:cut]
+    first = first.rstrip(". ")
     return first if len(first) <= limit else first[: limit - 1] + "…"
 
 
@@ -166,8 +172,11 @@ def _story(rr: RankResult, facts: RunFacts, code_lines: list[str] | None) -> _St
             op = _op_from(e)
             open_ops[e.get("seq")] = op
             s.op_counts[op.op] = s.op_counts.get(op.op, 0) + 1
-            if op.bucket and not e.get("shadow"):
-                s.buckets += 1
+            if op.bucket:
+                if e.get("shadow"):
+                    s.shadowed += 1
+                else:
+                    s.buckets += 1
         elif kind in ("collective_end", "bucket_reduce_end"):
             seq = e.get("seq")
             ended = open_ops.pop(seq) if seq in open_ops else None
@@ -241,7 +250,7 @@ def _ddp_progress(s: _Story) -> str:
 def _doing(s: _Story, facts: RunFacts) -> str:
     """What a rank was doing when the run ended, as a clause after 'Rank N'."""
     if s.finished:
-        return f"had finished the snippet{_ddp_progress(s)} and exited at {_t(s.end_ms)}"
+        return f"had finished the snippet{_ddp_progress(s)} at {_t(s.end_ms)} and exited"
     if s.killed:
         if s.open_op is not None:
             return f"was blocked in {s.open_op.phrase()} since {_t(s.open_op.since_ms)}"
@@ -254,7 +263,7 @@ def _doing(s: _Story, facts: RunFacts) -> str:
             return f"was {verb} in user code at line {s.stack_line}{src}"
         return "was still running"
     if s.error is not None:
-        where = f" at line {s.error.line}" if s.error.line else ""
+        where = f" (line {s.error.line})" if s.error.line else ""
         return f"raised {s.error.type}: {_short(s.error.message)}{where} at {_t(s.error_ms)}"
     if s.signal:
         return f"was killed by {s.signal} at {_t(s.exit_ms)}"
@@ -263,7 +272,7 @@ def _doing(s: _Story, facts: RunFacts) -> str:
 
 def _root_sentence(s: _Story, facts: RunFacts) -> str:
     err = s.error
-    where = f" at line {err.line}" if err is not None and err.line else ""
+    where = f" (line {err.line})" if err is not None and err.line else ""
     if s.cause == "exhausted" and err is not None:
         after = f" after iteration {s.iterations_done}" if s.uses_ddp else ""
         return (f"Rank {s.rank} ran out of inputs{after} and, because Join was asked to "
@@ -299,13 +308,12 @@ def _follower_sentence(s: _Story, others: list[_Story], facts: RunFacts) -> str:
     if s.cause == "gloo_timeout":
         return (f"Rank {s.rank} was blocked in {op.phrase()} from {_t(op.since_ms)} until gloo "
                 f"gave up at {_t(op.end_ms)} ({_short(err.message)}).")
-    gone = [o for o in others if o.end_ms is not None and (s.error_ms is None or o.end_ms <= s.error_ms + 50)]
+    gone = [o for o in others if o.end_ms is not None
+            and (s.error_ms is None or o.end_ms <= s.error_ms + 50)]
     culprit = min(gone, key=lambda o: o.end_ms or 0.0) if gone else None
-    because = ""
-    if culprit is not None:
-        because = f" because rank {culprit.rank} had exited ({_t(culprit.exit_ms or culprit.end_ms)})"
-    return (f"Rank {s.rank} was blocked in {op.phrase()} from {_t(op.since_ms)} and failed at "
-            f"{_t(s.error_ms)}{because}: {_short(err.message)}.")
+    because = f", because rank {culprit.rank} had exited" if culprit is not None else ""
+    return (f"Rank {s.rank} failed at {_t(s.error_ms)} while blocked in {op.phrase()}, entered "
+            f"at {_t(op.since_ms)}{because}: {_short(err.message)}.")
 
 
 def _mismatch_hint(stories: list[_Story], stuck: list[_Story]) -> str:
@@ -323,9 +331,14 @@ def _mismatch_hint(stories: list[_Story], stuck: list[_Story]) -> str:
         return f"The ranks were waiting in different collectives ({listing}), which never match."
     if len(names) == 1:
         name = names.pop()
-        counts = ", ".join(f"rank {s.rank} {s.op_counts.get(name, 0)}" for s in stories)
-        return (f"Every rank of a group must make the same collective calls in the same order; "
-                f"calls to {name}: {counts}.")
+        never = [s.rank for s in stories if not s.op_counts.get(name)]
+        if never:
+            who = ", ".join(f"rank {r}" for r in never)
+            return (f"{who[0].upper()}{who[1:]} never called {name}: a collective completes only "
+                    "when every rank of its group calls it.")
+        counts = ", ".join(f"{s.op_counts.get(name, 0)} on rank {s.rank}" for s in stories)
+        return (f"The ranks called {name} different numbers of times ({counts}); every rank of "
+                "a group must make the same collective calls in the same order.")
     return ""
 
 
@@ -407,10 +420,10 @@ def _ok_summary(stories: list[_Story]) -> str:
         else:
             parts = ", ".join(f"rank {s.rank} {s.last_iteration or 0}" for s in ddp)
             text += f" DDP iterations differed ({parts})"
-            joined = [s for s in ddp if s.joined_at is not None]
+            joined = [s for s in ddp if s.shadowed]
             if joined:
                 text += "; " + "; ".join(
-                    f"rank {s.rank} joined after iteration {s.joined_at} and shadowed the others' "
-                    "collectives" for s in joined)
+                    f"rank {s.rank} ran out of inputs after iteration {s.last_iteration or 0} "
+                    f"and, joined, shadowed {s.shadowed} gradient all-reduce(s)" for s in joined)
             text += "."
     return text

@@ -38,6 +38,7 @@ MAX_EVENT_BYTES = 8 * 2**20
 MAX_VALUE_BYTES = 2**20
 MAX_TRACEBACK_CHARS = 16_000
 STACK_FILE = ".stack-{rank}"
+_OWN_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 # Exit status of a rank whose harness itself failed (not the snippet).
 EXIT_HARNESS_FAILED = 70
 
@@ -123,7 +124,9 @@ def _exception_info(exc: BaseException) -> dict[str, Any]:
     try:
         text = "".join(traceback.format_exception(exc))
         if first_snippet is not None:
-            kept = traceback.StackSummary.from_list(frames[first_snippet:]).format()
+            # The harness and probes are not the learner's business.
+            shown = [f for f in frames[first_snippet:] if not f.filename.startswith(_OWN_DIR)]
+            kept = traceback.StackSummary.from_list(shown).format()
             tail = traceback.format_exception_only(exc)
             text = "Traceback (most recent call last):\n" + "".join(kept) + "".join(tail)
     except Exception:  # out of memory while formatting: keep the essentials

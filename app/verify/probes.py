@@ -56,6 +56,8 @@ _PAYLOAD_ARGS = (
 )
 _PEER_ARGS = ("dst", "src", "group_dst", "group_src")
 _ERROR_CHARS = 2000
+# How torch words an exception raised inside a Future.then() callback.
+_CALLBACK_ERROR = "Got the following error when running the callback"
 
 # struct tcp_info: tcpi_bytes_sent is a u64 at offset 200 (Linux 4.19+).
 _TCPI_BYTES_SENT = 200
@@ -174,6 +176,7 @@ class Probes:
         self._tls = threading.local()
         self._pending: dict[int, Any] = {}
         self._ddps: list[_DdpState] = []
+        self._bucket_error: BaseException | None = None
 
     def next_seq(self) -> int:
         with self._seq_lock:
@@ -334,6 +337,7 @@ class Probes:
         orig_match = DDP._match_all_reduce_for_bwd_pass
         orig_notify = Join.notify_join_context
         orig_exit = Join.__exit__
+        orig_backward = torch.autograd.backward
 
         @functools.wraps(orig_init)
         def __init__(self: DDP, *args: Any, **kwargs: Any) -> None:
@@ -420,6 +424,19 @@ class Probes:
             probes.emit("join_end", iteration=probes.iteration)
             return result
 
+        @functools.wraps(orig_backward)
+        def backward(*args: Any, **kwargs: Any) -> Any:
+            probes._bucket_error = None
+            try:
+                return orig_backward(*args, **kwargs)
+            except RuntimeError as exc:
+                original = probes._bucket_error
+                probes._bucket_error = None
+                if original is not None and str(exc).startswith(_CALLBACK_ERROR):
+                    raise original from None
+                raise
+
+        torch.autograd.backward = backward
         DDP.__init__ = __init__  # type: ignore[method-assign]
         DDP.forward = forward  # type: ignore[method-assign]
         DDP.register_comm_hook = register_comm_hook  # type: ignore[method-assign]
@@ -486,9 +503,9 @@ class Probes:
                         **probes._where(sys._getframe(1)))
             try:
                 if hook is None:
-                    fut = probes._builtin_allreduce(ddp, st, bucket, params, shadow)
+                    watched, fut = probes._builtin_allreduce(ddp, st, bucket, params, shadow)
                 else:
-                    fut = hook(st.inner_state, bucket)
+                    watched = fut = hook(st.inner_state, bucket)
             except BaseException as exc:
                 probes._bucket_end(seq, st, sent0, error=_error_text(exc))
                 raise
@@ -501,8 +518,8 @@ class Probes:
                     error = _error_text(exc)
                 probes._bucket_end(seq, st, sent0, error=error)
 
-            if hasattr(fut, "add_done_callback"):
-                fut.add_done_callback(done)
+            if hasattr(watched, "add_done_callback"):
+                watched.add_done_callback(done)
             return fut
 
         return ddpdrill_bucket_probe
@@ -513,8 +530,11 @@ class Probes:
                   sent_total=sent, error=error)
 
     def _builtin_allreduce(self, ddp: DDP, st: _DdpState, bucket: dist.GradBucket,
-                           params: list[torch.Tensor], shadow: bool) -> Any:
-        """What DDP's reducer does when no comm hook is registered (reducer.cpp), step for step."""
+                           params: list[torch.Tensor], shadow: bool) -> tuple[Any, Any]:
+        """What DDP's reducer does when no comm hook is registered (reducer.cpp), step for step.
+
+        Returns the all-reduce's own future (to time) and the one DDP waits on.
+        """
         buffer = bucket.buffer()
         if not shadow:  # a joined rank's shadow buckets hold zeros and are not divided
             div = self._divide_factor(ddp, st)
@@ -532,8 +552,19 @@ class Probes:
                         view.div_(div)
                     else:
                         view.mul_(1.0 / div)
-        fut = ddp.process_group.allreduce([buffer]).get_future()
-        return fut.then(lambda f: f.value()[0])
+        reduced = ddp.process_group.allreduce([buffer]).get_future()
+        probes = self
+
+        def unwrap(f: Any) -> torch.Tensor:
+            try:
+                return f.value()[0]
+            except Exception as exc:
+                # torch prefixes an error raised in a then-callback; the
+                # backward() probe re-raises this original, as the reducer would.
+                probes._bucket_error = exc
+                raise
+
+        return reduced, reduced.then(unwrap)
 
     def _divide_factor(self, ddp: DDP, st: _DdpState) -> int:
         work = st.fwd_work

@@ -98,6 +98,7 @@ class _Rank:
 def run(pool: Pool, *, code: str, world_size: int, params: dict[str, Any], limits: Limits,
         trace_buckets: bool, torch_version: str, harness_version: str) -> RunResult:
     """Execute one snippet on `world_size` fresh ranks and return what happened."""
+    pool.ensure_started()  # the first run's forkserver start-up is not the snippet's time
     t0 = time.monotonic_ns()
     ctrl, leader_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     ranks = [_Rank(r, _Capture(limits.output_bytes), _Capture(limits.output_bytes))
