@@ -47,9 +47,9 @@ difficulty: 1
 type: single
 prompt: Benchmark question.
 choices:
-  - text: yes
+  - text: "yes"
     correct: true
-  - text: no
+  - text: "no"
 explanation: Benchmark only.
 verify:
   snippet: bench_step.py
@@ -121,13 +121,13 @@ def main() -> int:
     server = subprocess.Popen([sys.executable, "-m", "app.cli", "serve", "--port", str(port)],
                               cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        client = Client(port)
         deadline = time.monotonic() + 60
         while True:
+            client = Client(port)
             try:
                 if client.request("GET", "/healthz")[0] == 200:
                     break
-            except OSError:
+            except (OSError, http.client.HTTPException):
                 pass
             if time.monotonic() > deadline:
                 raise TimeoutError("server did not start")
