@@ -130,6 +130,8 @@ async def quiz_answer(
         ctx.update({"error": str(exc), "previous": raw})
         status = 422
     if is_htmx(request):
+        # The graded fragment also swaps the Verify panel (out of band) into its answered form.
+        ctx["oob_panel"] = True
         return templates.TemplateResponse(request, "questions/_answer_area.html", ctx,
                                           status_code=status)
     if status == 200:

@@ -126,6 +126,8 @@ async def answer_page(
                "previous": raw}
         status = 422
     if is_htmx(request):
+        # The graded fragment also swaps the Verify panel (out of band) into its answered form.
+        ctx["oob_panel"] = True
         return templates.TemplateResponse(request, "questions/_answer_area.html", ctx,
                                           status_code=status)
     return templates.TemplateResponse(request, "questions/question.html", ctx, status_code=status)
