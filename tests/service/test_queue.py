@@ -105,7 +105,8 @@ def test_two_worker_processes_execute_twenty_runs_exactly_once(
     with session_scope(session_factory) as s:
         runs = s.scalars(select(Run).where(Run.id.in_(ids))).all()
         assert all(r.attempts == 1 for r in runs)
-        assert [r.result["ranks"][0]["values"]["i"] for r in sorted(runs, key=lambda r: r.id)] == list(range(20))
+        reported = [r.result["ranks"][0]["values"]["i"] for r in sorted(runs, key=lambda r: r.id)]
+        assert reported == list(range(20))
     assert a.poll() is None and b.poll() is None
 
 

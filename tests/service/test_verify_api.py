@@ -66,7 +66,8 @@ def test_fresh_runs_are_rate_limited_but_cached_runs_are_free(
 
     limited = settings.model_copy(update={"verify_rate_per_minute": 1})
     with TestClient(create_app(limited)) as c:
-        assert c.post("/api/v1/questions/fixture-single/verify", json={"params": {"scale": 1}}).status_code == 200
+        first = c.post("/api/v1/questions/fixture-single/verify", json={"params": {"scale": 1}})
+        assert first.status_code == 200
         Worker(session_factory, settings).run_once()
         over = c.post("/api/v1/questions/fixture-single/verify", json={"params": {"scale": 2}})
         assert over.status_code == 429 and "Retry-After" in over.headers
