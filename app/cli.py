@@ -24,6 +24,8 @@ db_app = typer.Typer(help="Database migrations.", no_args_is_help=True)
 bank_app = typer.Typer(help="The question bank as files.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
 app.add_typer(bank_app, name="bank")
+admin_app = typer.Typer(help="Author and admin accounts.", no_args_is_help=True)
+app.add_typer(admin_app, name="admin")
 app.command("verify")(verify_command)
 
 out = Console()
@@ -157,10 +159,13 @@ def bank_verify(
         for a in audits:
             for c in a.combos:
                 knobs = ", ".join(f"{k}={v}" for k, v in c.params.items()) or "—"
+                # Measured text (torch's error messages) may contain [brackets]: escape it.
                 if c.failure:
-                    table.add_row(a.slug, knobs, "run", "a finished run", c.failure, "[red]FAIL[/red]")
+                    table.add_row(a.slug, escape(knobs), "run", "a finished run", escape(c.failure),
+                                  "[red]FAIL[/red]")
                 for x in c.checks:
-                    table.add_row(a.slug, knobs, x.label, x.expected, x.measured,
+                    table.add_row(a.slug, escape(knobs), escape(x.label), escape(x.expected),
+                                  escape(x.measured),
                                   "[green]pass[/green]" if x.passed else "[red]FAIL[/red]")
         out.print(table)
         combos = sum(len(a.combos) for a in audits)
@@ -170,6 +175,59 @@ def bank_verify(
         if not as_json:
             err.print("Disagree: " + ", ".join(a.slug for a in failed))
         raise typer.Exit(1)
+
+
+@admin_app.command("create")
+def admin_create(
+    username: Annotated[str, typer.Argument(help="The new account's username.")],
+    role: Annotated[str, typer.Option(help="author or admin.")] = "author",
+    password_stdin: Annotated[bool, typer.Option(
+        "--password-stdin", help="Read the password from the first line of stdin (for scripts).")] = False,
+) -> None:
+    """Create an author or admin account. The password is prompted for, never an argument."""
+    from app.authoring.models import ROLES
+    from app.authoring.service import AccountError, audit, create_user
+
+    if role not in ROLES:
+        err.print(f"--role must be one of: {', '.join(ROLES)}")
+        raise typer.Exit(2)
+    if password_stdin:
+        password = sys.stdin.readline().rstrip("\r\n")
+    else:
+        password = typer.prompt("Password", hide_input=True, confirmation_prompt=True)
+    settings = get_settings()
+    if settings.uses_default_database:
+        _upgrade(settings)
+    engine = make_engine(settings.resolved_database_url)
+    try:
+        with session_scope(make_sessionmaker(engine)) as session:
+            user = create_user(db_session=session, username=username, password=password, role=role)
+            audit(db_session=session, user=None, actor="cli", action="user.create",
+                  target=user.username, detail={"role": role, "via": "ddpdrill admin create"})
+    except AccountError as exc:
+        err.print(f"Not created: {escape(str(exc))}")
+        raise typer.Exit(1) from None
+    finally:
+        engine.dispose()
+    out.print(f"Created {role} {escape(username)}.")
+
+
+@admin_app.command("list")
+def admin_list() -> None:
+    """List the accounts: username, role, whether active."""
+    from app.authoring.service import list_users
+
+    settings = get_settings()
+    if settings.uses_default_database:
+        _upgrade(settings)
+    engine = make_engine(settings.resolved_database_url)
+    try:
+        with session_scope(make_sessionmaker(engine)) as session:
+            rows = [(u.username, u.role, u.active) for u in list_users(db_session=session)]
+    finally:
+        engine.dispose()
+    for name, role, active in rows:
+        print(f"{name}\t{role}\t{'active' if active else 'inactive'}")
 
 
 @app.command()

@@ -13,6 +13,8 @@ from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from app.authoring import views as authoring_views
+from app.authoring.security import LoginRequired
 from app.db import make_engine, make_sessionmaker
 from app.identity import LearnerCookieMiddleware
 from app.practice import views as practice_views
@@ -70,6 +72,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(verify_views.router)
     app.include_router(questions_views.router)
     app.include_router(practice_views.router)
+    app.include_router(authoring_views.router)
+    # Signed-out visitors to /author and /admin are sent to the login page.
+    app.add_exception_handler(LoginRequired, authoring_views.login_required)
 
     css = pygments_css()
 

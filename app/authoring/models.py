@@ -1,17 +1,18 @@
-"""Author and admin accounts, and the audit log."""
+"""Author and admin accounts, the audit log, login attempts and pending bank uploads."""
 
 from __future__ import annotations
 
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ForeignKey, String
+from sqlalchemy import ForeignKey, Index, LargeBinary, String
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.db import Base, utcnow
 
 ROLE_AUTHOR = "author"
 ROLE_ADMIN = "admin"
+ROLES = (ROLE_AUTHOR, ROLE_ADMIN)
 
 
 class User(Base):
@@ -22,7 +23,14 @@ class User(Base):
     password_hash: Mapped[str] = mapped_column(String(255))
     role: Mapped[str] = mapped_column(String(16), default=ROLE_AUTHOR)
     active: Mapped[bool] = mapped_column(default=True)
+    # Part of every session cookie; bumping it signs the user out everywhere
+    # (logout, deactivation, a role change).
+    session_version: Mapped[int] = mapped_column(default=0, server_default="0")
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+    @property
+    def is_admin(self) -> bool:
+        return self.role == ROLE_ADMIN
 
 
 class AuditEntry(Base):
@@ -35,3 +43,33 @@ class AuditEntry(Base):
     target: Mapped[str] = mapped_column(String(200), default="")
     detail: Mapped[dict[str, Any]] = mapped_column(default=dict)
     created_at: Mapped[datetime] = mapped_column(default=utcnow, index=True)
+
+
+class LoginAttempt(Base):
+    """A failed sign-in, counted per username and client address for the rate limit."""
+
+    __tablename__ = "login_attempts"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    username: Mapped[str] = mapped_column(String(64))
+    client_ip: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+    __table_args__ = (Index("ix_login_attempts_key", "username", "client_ip", "created_at"),)
+
+
+class BankUpload(Base):
+    """An uploaded bank waiting for an admin to confirm its import.
+
+    Kept in the database, not on local disk, so the confirming request may land on
+    any web process.
+    """
+
+    __tablename__ = "bank_uploads"
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    filename: Mapped[str] = mapped_column(String(200))
+    # A normalised zip of the bank files (question YAML, topic files, snippets).
+    data: Mapped[bytes] = mapped_column(LargeBinary)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)

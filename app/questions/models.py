@@ -42,6 +42,11 @@ class Question(Base):
     current_revision_id: Mapped[int | None] = mapped_column(
         ForeignKey("question_revisions.id", use_alter=True, name="fk_questions_current_revision")
     )
+    # The newest saved edit, not yet published; learners keep seeing the current revision.
+    draft_revision_id: Mapped[int | None] = mapped_column(
+        ForeignKey("question_revisions.id", use_alter=True, name="fk_questions_draft_revision",
+                   ondelete="SET NULL")
+    )
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
 

@@ -1,0 +1,284 @@
+"""The question editor's form: every QuestionDoc field as the text an author types.
+
+Simple fields are inputs; the nested ones (trace, knobs, audit, expectations) are
+YAML text areas in exactly the bank file's format, so what an author learns in
+the editor is what they read in question_bank/. `to_doc` validates with the same
+model as the bank loader and names the form field of every error.
+"""
+
+from __future__ import annotations
+
+import string
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+from starlette.datastructures import FormData
+
+from app.questions.bank import doc_from_data, doc_to_data
+from app.questions.schema import FieldError, QuestionDoc
+
+# Empty choice rows the editor offers below the existing ones.
+SPARE_CHOICES = 2
+# What a new question's expectations start as: the snippet at least finishes.
+NEW_EXPECT = "- label: the run completes\n  outcome: ok\n"
+
+# Which form field a validation error belongs to, by its location in the document.
+_TOP_FIELDS = {"slug", "topic", "title", "tags", "difficulty", "type", "answer_format", "prompt",
+               "explanation", "choices", "answer", "trace"}
+_VERIFY_FIELDS = {"knobs": "knobs", "expect": "expect", "audit": "audit",
+                  "world_size": "world_size", "timeout_s": "timeout_s", "snippet": "snippet_file"}
+
+
+def _dump(value: Any) -> str:
+    if value is None:
+        return ""
+    return yaml.safe_dump(value, sort_keys=False, allow_unicode=True, width=100)
+
+
+def _text(value: Any) -> str:
+    """A textarea's value with the browser's CRLF line ends made LF."""
+    return str(value or "").replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _loc_name(loc: tuple[Any, ...]) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+@dataclass
+class ChoiceRow:
+    text: str = ""
+    correct: bool = False
+
+
+@dataclass
+class EditorForm:
+    slug: str = ""
+    topic: str = ""
+    title: str = ""
+    tags: str = ""
+    difficulty: str = "2"
+    type: str = "single"
+    answer_format: str = ""
+    prompt: str = ""
+    explanation: str = ""
+    choices: list[ChoiceRow] = field(default_factory=list)
+    answer_value: str = ""
+    answer_unit: str = ""
+    answer_abs_tol: str = ""
+    answer_rel_tol: str = ""
+    trace: str = ""
+    snippet: str = ""
+    snippet_file: str = ""
+    world_size: str = "2"
+    timeout_s: str = "10"
+    knobs: str = ""
+    audit: str = "default"
+    expect: str = NEW_EXPECT
+    note: str = ""
+    base_revision_id: str = ""
+    errors: dict[str, list[str]] = field(default_factory=dict)
+
+    @classmethod
+    def blank(cls, topic: str = "") -> EditorForm:
+        return cls(topic=topic, choices=[ChoiceRow() for _ in range(4)])
+
+    @classmethod
+    def from_doc(cls, doc: QuestionDoc, *, base_revision_id: int | None = None) -> EditorForm:
+        data = doc_to_data(doc)
+        form = cls(
+            slug=doc.slug, topic=doc.topic, title=doc.title, tags=", ".join(doc.tags),
+            difficulty=str(doc.difficulty), type=doc.type, answer_format=doc.answer_format or "",
+            prompt=doc.prompt, explanation=doc.explanation,
+            choices=[ChoiceRow(c.text, c.correct) for c in doc.choices],
+            trace=_dump(data.get("trace")), snippet=doc.snippet_text or "",
+            base_revision_id=str(base_revision_id or ""),
+        )
+        if doc.answer is not None:
+            form.answer_value = f"{doc.answer.value:g}"
+            form.answer_unit = doc.answer.unit
+            form.answer_abs_tol = f"{doc.answer.abs_tol:g}" if doc.answer.abs_tol else ""
+            form.answer_rel_tol = f"{doc.answer.rel_tol:g}" if doc.answer.rel_tol else ""
+        if doc.verify is not None:
+            v = data["verify"]
+            form.snippet_file = doc.verify.snippet
+            form.world_size = str(doc.verify.world_size)
+            form.timeout_s = f"{doc.verify.timeout_s:g}"
+            form.knobs = _dump(v.get("knobs"))
+            audit = v.get("audit", "default")
+            form.audit = audit if isinstance(audit, str) else _dump(audit)
+            form.expect = _dump(v.get("expect"))
+        else:
+            form.expect = NEW_EXPECT
+        form.choices += [ChoiceRow() for _ in range(SPARE_CHOICES)]
+        return form
+
+    @classmethod
+    def from_form(cls, form: FormData) -> EditorForm:
+        def get(name: str, default: str = "") -> str:
+            value = form.get(name)
+            return _text(value) if isinstance(value, str) else default
+
+        texts = [_text(v) for v in form.getlist("choice_text") if isinstance(v, str)]
+        correct = {v for v in form.getlist("choice_correct") if isinstance(v, str)}
+        choices = [ChoiceRow(t, str(i) in correct) for i, t in enumerate(texts)]
+        return cls(
+            slug=get("slug").strip(), topic=get("topic").strip(), title=get("title").strip(),
+            tags=get("tags"), difficulty=get("difficulty", "2"), type=get("type", "single"),
+            answer_format=get("answer_format"), prompt=get("prompt"), explanation=get("explanation"),
+            choices=choices, answer_value=get("answer_value").strip(),
+            answer_unit=get("answer_unit").strip(), answer_abs_tol=get("answer_abs_tol").strip(),
+            answer_rel_tol=get("answer_rel_tol").strip(), trace=get("trace"),
+            snippet=get("snippet"), snippet_file=get("snippet_file").strip(),
+            world_size=get("world_size", "2").strip(), timeout_s=get("timeout_s", "10").strip(),
+            knobs=get("knobs"), audit=get("audit", "default"), expect=get("expect"),
+            note=get("note").strip(), base_revision_id=get("base_revision_id").strip(),
+        )
+
+    def with_spare_choices(self) -> EditorForm:
+        filled = [c for c in self.choices if c.text.strip()]
+        self.choices = filled + [ChoiceRow() for _ in range(SPARE_CHOICES)]
+        return self
+
+    def error(self, name: str, message: str) -> None:
+        self.errors.setdefault(name, []).append(message)
+
+    def _yaml(self, name: str, text: str) -> Any:
+        if not text.strip():
+            return None
+        try:
+            return yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f" (line {mark.line + 1})" if mark is not None else ""
+            self.error(name, f"not valid YAML{where}: {getattr(exc, 'problem', None) or exc}")
+            return None
+
+    def _number(self, name: str, text: str, kind: Callable[[str], Any] = float) -> Any:
+        if not text:
+            return None
+        try:
+            return kind(text)
+        except ValueError:
+            self.error(name, f"{text!r} is not a number")
+            return None
+
+    def to_data(self) -> dict[str, Any]:
+        """The bank document as a dict; problems found on the way are in `errors`."""
+        data: dict[str, Any] = {
+            "slug": self.slug, "topic": self.topic, "title": self.title,
+            "tags": [t for t in self.tags.replace(",", " ").split() if t],
+            "difficulty": self._number("difficulty", self.difficulty, int),
+            "type": self.type, "prompt": self.prompt, "explanation": self.explanation,
+        }
+        if self.type == "trace":
+            data["answer_format"] = self.answer_format or None
+        fmt = self.answer_format if self.type == "trace" else self.type
+        if fmt == "numeric":
+            answer: dict[str, Any] = {"value": self._number("answer", self.answer_value)}
+            if answer["value"] is None and "answer" not in self.errors:
+                self.error("answer", "a numeric question needs its answer")
+            if self.answer_unit:
+                answer["unit"] = self.answer_unit
+            for key, text in (("abs_tol", self.answer_abs_tol), ("rel_tol", self.answer_rel_tol)):
+                value = self._number("answer", text)
+                if value is not None:
+                    answer[key] = value
+            data["answer"] = answer
+        else:
+            rows = [c for c in self.choices if c.text.strip()]
+            data["choices"] = [{"key": string.ascii_lowercase[i] if i < 26 else "",
+                                "text": c.text.strip(), "correct": c.correct}
+                               for i, c in enumerate(rows)]
+        trace = self._yaml("trace", self.trace)
+        if trace is not None:
+            data["trace"] = trace
+        if self.snippet.strip():
+            try:
+                compile(self.snippet, self.snippet_file or "snippet.py", "exec")
+            except SyntaxError as exc:
+                self.error("snippet", f"Python syntax error on line {exc.lineno}: {exc.msg}")
+            verify: dict[str, Any] = {
+                "snippet": self.snippet_file or f"{self.slug.replace('-', '_') or 'snippet'}.py",
+                "world_size": self._number("world_size", self.world_size, int),
+                "timeout_s": self._number("timeout_s", self.timeout_s),
+            }
+            knobs = self._yaml("knobs", self.knobs)
+            if knobs is not None:
+                verify["knobs"] = knobs
+            audit_text = self.audit.strip() or "default"
+            verify["audit"] = audit_text if audit_text in ("default", "all") else self._yaml(
+                "audit", audit_text)
+            verify["expect"] = self._yaml("expect", self.expect) or []
+            data["verify"] = {k: v for k, v in verify.items() if v is not None}
+        return {k: v for k, v in data.items() if v is not None}
+
+    def to_doc(self) -> QuestionDoc | None:
+        """The validated document, or None with `errors` filled in per field."""
+        data = self.to_data()
+        if self.errors:
+            return None
+        try:
+            return doc_from_data(data, self.snippet if "verify" in data else None)
+        except ValidationError as exc:
+            for err in exc.errors():
+                loc = tuple(err["loc"])
+                if len(loc) > 1 and loc[0] == "trace" and loc[1] in ("rank_events", "buckets"):
+                    loc = loc[:1] + loc[2:]
+                cause = err.get("ctx", {}).get("error")
+                if isinstance(cause, FieldError):
+                    loc += cause.loc
+                msg = str(err["msg"]).removeprefix("Value error, ")
+                name = "form"
+                if loc and loc[0] in _TOP_FIELDS:
+                    name = str(loc[0])
+                elif len(loc) > 1 and loc[0] == "verify":
+                    name = _VERIFY_FIELDS.get(str(loc[1]), "expect")
+                elif loc and loc[0] == "verify":
+                    name = "expect"
+                self.error(name, f"{_loc_name(loc)}: {msg}" if loc else msg)
+            return None
+
+    @property
+    def effective_format(self) -> str:
+        return (self.answer_format or "single") if self.type == "trace" else self.type
+
+
+def knob_choices(form: EditorForm) -> dict[str, list[Any]]:
+    """The knobs the form declares (name -> allowed values), for the Run now controls."""
+    try:
+        knobs = yaml.safe_load(form.knobs) if form.knobs.strip() else {}
+    except yaml.YAMLError:
+        return {}
+    if not isinstance(knobs, dict):
+        return {}
+    out: dict[str, list[Any]] = {}
+    for name, knob in knobs.items():
+        if isinstance(knob, dict) and isinstance(knob.get("values"), list):
+            values = list(knob["values"])
+            default = knob.get("default")
+            if default in values:
+                values.remove(default)
+                values.insert(0, default)
+            out[str(name)] = values
+    return out
+
+
+def add_value_expectation(
+    expect_text: str, *, name: str, rank: int, value: Any, when: dict[str, Any]
+) -> str:
+    """The expectations YAML with one more: `name` equals the measured value on `rank`."""
+    current = yaml.safe_load(expect_text) if expect_text.strip() else []
+    if not isinstance(current, list):
+        raise ValueError("the expectations must be a YAML list before one can be added")
+    item: dict[str, Any] = {"label": f"{name} on rank {rank}"}
+    if when:
+        item["when"] = dict(when)
+    item["value"] = {"name": name, "rank": rank, "equals": value}
+    current.append(item)
+    return _dump(current)

@@ -1,0 +1,645 @@
+"""Author and admin pages: sign-in, the question editor, runs, the publish gate, revisions,
+users, the audit log, and the bank as files.
+
+Every route under /author needs a signed-in author (or admin) and every route under
+/admin an admin; both are enforced on the router, so a new route cannot forget it
+(tests/authoring/test_access.py enumerates them all). Every POST takes `_: CSRF`.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+from urllib.parse import quote, urlsplit
+
+import yaml
+from fastapi import APIRouter, Depends, HTTPException, Request
+from fastapi.responses import RedirectResponse, Response
+from sqlalchemy import select
+from starlette.datastructures import FormData, UploadFile
+
+from app.authoring import bankfiles, schemas, service
+from app.authoring.models import ROLES, User
+from app.authoring.security import (
+    AdminUser,
+    AuthorUser,
+    LoginRequired,
+    OptionalUser,
+    clear_session_cookie,
+    client_ip,
+    require_admin,
+    require_author,
+    set_session_cookie,
+)
+from app.deps import CSRF, SessionDep, SettingsDep, is_htmx
+from app.questions.models import STATUS_DRAFT, STATUS_PUBLISHED, STATUS_RETIRED, Question, Topic
+from app.questions.schema import Expectation
+from app.questions.service import revision_doc
+from app.render.markdown import highlight_code, render_markdown
+from app.templating import templates
+from app.verify import service as verify_service
+from app.verify.expectations import evaluate
+from app.verify.models import RUN_QUEUED, RUN_RUNNING, Run
+
+router = APIRouter(include_in_schema=False)
+author = APIRouter(prefix="/author", include_in_schema=False, dependencies=[Depends(require_author)])
+admin = APIRouter(prefix="/admin", include_in_schema=False, dependencies=[Depends(require_admin)])
+
+# Most forms are small; a bank upload is capped by bankfiles.MAX_UPLOAD_BYTES.
+UPLOAD_FORM_MAX_FILES = bankfiles.MAX_UPLOAD_FILES + 10
+
+
+def _versions() -> tuple[str, str]:
+    from app.verify.views import engine_versions
+
+    return engine_versions()
+
+
+def _notify_workers(request: Request) -> None:
+    pool = getattr(request.app.state, "worker_pool", None)
+    if pool is not None:
+        pool.notify()
+
+
+def _safe_next(target: str | None) -> str:
+    """A local path to go to after signing in; anything else becomes /author."""
+    if not target or not target.startswith("/") or target.startswith("//") or "\\" in target:
+        return "/author"
+    parts = urlsplit(target)
+    if parts.scheme or parts.netloc:
+        return "/author"
+    return target
+
+
+def login_required(request: Request, exc: Exception) -> Response:
+    """Exception handler for LoginRequired: browsers go to the login page, others get 401."""
+    target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+    login = f"/login?next={quote(target, safe='')}"
+    if is_htmx(request):
+        return Response(status_code=401, headers={"HX-Redirect": login})
+    if request.method == "GET":
+        return RedirectResponse(login, status_code=303)
+    return templates.TemplateResponse(
+        request, "errors/error.html",
+        {"status": 401, "detail": "Sign in as an author to do this."}, status_code=401,
+    )
+
+
+def _page(request: Request, name: str, ctx: dict[str, Any], status: int = 200, **kw: Any) -> Response:
+    return templates.TemplateResponse(request, f"authoring/{name}", ctx, status_code=status, **kw)
+
+
+# Sign-in ------------------------------------------------------------------------------------
+
+
+@router.get("/login")
+def login_page(request: Request, user: OptionalUser, next: str = "/author") -> Response:
+    return _page(request, "login.html", {"user": user, "next": _safe_next(next), "username": ""})
+
+
+@router.post("/login")
+async def login(
+    request: Request, db_session: SessionDep, settings: SettingsDep, _: CSRF
+) -> Response:
+    form = await request.form()
+    username = str(form.get("username") or "").strip()[:64]
+    password = str(form.get("password") or "")
+    target = _safe_next(str(form.get("next") or ""))
+    result = service.authenticate(db_session=db_session, username=username, password=password,
+                                  client_ip=client_ip(request),
+                                  limit=settings.login_attempts_per_minute)
+    ctx: dict[str, Any] = {"user": None, "next": target, "username": username}
+    if result.limited:
+        service.audit(db_session=db_session, user=None, actor=username, action="login.limited",
+                      detail={"ip": client_ip(request)})
+        return _page(request, "login.html",
+                     {**ctx, "error": "Too many failed sign-ins; wait a minute and try again."},
+                     status=429, headers={"Retry-After": str(service.LOGIN_WINDOW_SECONDS)})
+    if result.user is None:
+        service.audit(db_session=db_session, user=None, actor=username, action="login.failed",
+                      detail={"ip": client_ip(request)})
+        return _page(request, "login.html",
+                     {**ctx, "error": "That username and password do not match an active account."},
+                     status=401)
+    service.audit(db_session=db_session, user=result.user, action="login",
+                  detail={"ip": client_ip(request)})
+    response = RedirectResponse(target, status_code=303)
+    set_session_cookie(response, request, result.user)
+    return response
+
+
+@router.post("/logout")
+def logout(request: Request, db_session: SessionDep, user: OptionalUser, _: CSRF) -> Response:
+    if user is not None:
+        # Signing out ends every session of this user, so a copied cookie dies too.
+        service.sign_out_everywhere(db_session=db_session, user=user)
+        service.audit(db_session=db_session, user=user, action="logout")
+    response = RedirectResponse("/", status_code=303)
+    clear_session_cookie(response, request)
+    return response
+
+
+# The question list -------------------------------------------------------------------------
+
+
+def _int_or_none(value: str | None) -> int | None:
+    try:
+        return int(value) if value not in (None, "") else None
+    except ValueError:
+        return None
+
+
+@author.get("")
+def question_list(
+    request: Request, db_session: SessionDep, user: AuthorUser, q: str = "", topic: str = "",
+    tag: str = "", difficulty: str = "", status: str = "", verification: str = "",
+) -> Response:
+    rows = service.list_questions(db_session=db_session, text=q, topic=topic, tag=tag,
+                                  difficulty=_int_or_none(difficulty), status=status,
+                                  verification=verification)
+    editable = {r.question.id for r in rows if user.role == "admin" or r.owner_id == user.id}
+    topics = list(db_session.scalars(select(Topic).order_by(Topic.position, Topic.slug)))
+    ctx = {"user": user, "rows": rows, "editable": editable, "topics": topics,
+           "filters": {"q": q, "topic": topic, "tag": tag, "difficulty": difficulty,
+                       "status": status, "verification": verification},
+           "statuses": (STATUS_DRAFT, STATUS_PUBLISHED, STATUS_RETIRED),
+           "verifications": service.VERIFICATION_STATES}
+    if is_htmx(request) and request.headers.get("HX-Target") == "question-rows":
+        return _page(request, "_list.html", ctx)
+    return _page(request, "list.html", ctx)
+
+
+# The editor ---------------------------------------------------------------------------------
+
+
+def _question_or_404(db_session: Any, slug: str, *, for_update: bool = False) -> Question:
+    question = service.get_question(db_session=db_session, slug=slug, for_update=for_update)
+    if question is None:
+        raise HTTPException(404, f"No question called {slug!r}.")
+    return question
+
+
+def _editable_or_403(db_session: Any, user: User, question: Question) -> None:
+    if not service.can_edit(db_session=db_session, user=user, question=question):
+        raise HTTPException(403, "Only the question's author or an admin may change it.")
+
+
+def _editor_ctx(
+    db_session: Any, user: User, form: schemas.EditorForm, question: Question | None,
+) -> dict[str, Any]:
+    topics = list(db_session.scalars(select(Topic).order_by(Topic.position, Topic.slug)))
+    ctx: dict[str, Any] = {"user": user, "form": form, "question": question, "topics": topics,
+                           "knobs": schemas.knob_choices(form)}
+    if question is not None:
+        editing = service.editing_revision(db_session=db_session, question=question)
+        ctx.update(editing=editing, action=f"/author/questions/{question.slug}")
+    else:
+        ctx.update(editing=None, action="/author/questions")
+    return ctx
+
+
+@author.get("/questions/new")
+def new_question(request: Request, db_session: SessionDep, user: AuthorUser, topic: str = "") -> Response:
+    form = schemas.EditorForm.blank(topic)
+    return _page(request, "editor.html", _editor_ctx(db_session, user, form, None))
+
+
+@author.post("/questions")
+async def create_question(
+    request: Request, db_session: SessionDep, user: AuthorUser, _: CSRF
+) -> Response:
+    form = schemas.EditorForm.from_form(await request.form())
+    doc = form.to_doc()
+    if doc is not None:
+        try:
+            service.create_question(db_session=db_session, doc=doc, user=user, note=form.note)
+        except service.Conflict as exc:
+            form.error("slug", str(exc))
+        else:
+            return RedirectResponse(f"/author/questions/{doc.slug}?saved=1", status_code=303)
+    return _page(request, "editor.html", _editor_ctx(db_session, user, form.with_spare_choices(), None),
+                 status=422)
+
+
+@author.get("/questions/{slug}")
+def edit_question(
+    request: Request, slug: str, db_session: SessionDep, user: AuthorUser, saved: str = ""
+) -> Response:
+    question = _question_or_404(db_session, slug)
+    _editable_or_403(db_session, user, question)
+    editing = service.editing_revision(db_session=db_session, question=question)
+    form = schemas.EditorForm.from_doc(revision_doc(editing), base_revision_id=editing.id)
+    ctx = _editor_ctx(db_session, user, form, question)
+    ctx["message"] = {"1": f"Saved as revision {editing.number}.",
+                      "same": "Nothing changed, so no revision was added."}.get(saved)
+    return _page(request, "editor.html", ctx)
+
+
+@author.post("/questions/{slug}")
+async def save_question(
+    request: Request, slug: str, db_session: SessionDep, user: AuthorUser, _: CSRF
+) -> Response:
+    question = _question_or_404(db_session, slug, for_update=True)
+    _editable_or_403(db_session, user, question)
+    form = schemas.EditorForm.from_form(await request.form())
+    form.slug = question.slug
+    doc = form.to_doc()
+    status = 422
+    if doc is not None:
+        try:
+            rev = service.save_draft(db_session=db_session, question=question, doc=doc, user=user,
+                                     note=form.note,
+                                     base_revision_id=_int_or_none(form.base_revision_id))
+        except service.Conflict as exc:
+            form.error("form", str(exc))
+            status = 409
+        else:
+            return RedirectResponse(f"/author/questions/{slug}?saved={'1' if rev else 'same'}",
+                                    status_code=303)
+    return _page(request, "editor.html",
+                 _editor_ctx(db_session, user, form.with_spare_choices(), question), status=status)
+
+
+# Previews (htmx) ---------------------------------------------------------------------------
+
+
+@author.post("/preview/markdown")
+async def preview_markdown(request: Request, _: CSRF, field: str = "prompt") -> Response:
+    form = await request.form()
+    text = form.get(field if field in ("prompt", "explanation") else "prompt")
+    return _page(request, "_markdown_preview.html",
+                 {"html": render_markdown(text if isinstance(text, str) else "")})
+
+
+@author.post("/preview/snippet")
+async def preview_snippet(request: Request, _: CSRF) -> Response:
+    form = await request.form()
+    code = schemas._text(form.get("snippet") if isinstance(form.get("snippet"), str) else "")
+    error = None
+    if code.strip():
+        try:
+            compile(code, "snippet.py", "exec")
+        except SyntaxError as exc:
+            error = f"Python syntax error on line {exc.lineno}: {exc.msg}"
+    return _page(request, "_snippet_preview.html",
+                 {"html": highlight_code(code) if code.strip() else "", "error": error})
+
+
+@author.post("/preview/question")
+async def preview_question(request: Request, _: CSRF) -> Response:
+    form = schemas.EditorForm.from_form(await request.form())
+    if not form.slug:
+        form.slug = "preview"
+    doc = form.to_doc()
+    return _page(request, "_question_preview.html",
+                 {"doc": doc, "fmt": doc.effective_format if doc else "", "form": form})
+
+
+# Runs: Run now, the measured result, "expect this" -------------------------------------------
+
+
+def _run_ctx(run: Run, expect_text: str | None) -> dict[str, Any]:
+    checks = None
+    if expect_text is not None and run.status == "done" and run.result is not None:
+        try:
+            data = yaml.safe_load(expect_text) if expect_text.strip() else []
+            expectations = [Expectation.model_validate(e) for e in data or []]
+            checks = evaluate(expectations, run.result, dict(run.params or {}), run.world_size)
+        except Exception:  # the author is mid-edit; the values are still worth showing
+            checks = None
+    return {"run": run, "checks": checks,
+            "polling": run.status in (RUN_QUEUED, RUN_RUNNING)}
+
+
+def _knob_params(form: FormData, doc: Any) -> dict[str, Any]:
+    """Knob values from the Run now controls (param_NAME), matched to the allowed values."""
+    params: dict[str, Any] = {}
+    if doc.verify is None:
+        return params
+    for name, knob in doc.verify.knobs.items():
+        raw = form.get(f"param_{name}")
+        if not isinstance(raw, str):
+            continue
+        match = next((v for v in knob.values if json.dumps(v) == raw), None)
+        if match is not None:
+            params[name] = match
+    return params
+
+
+@author.post("/run")
+async def run_now(request: Request, db_session: SessionDep, user: AuthorUser, _: CSRF) -> Response:
+    """Run the snippet as it stands in the editor (saved or not) with the chosen knobs."""
+    raw = await request.form()
+    form = schemas.EditorForm.from_form(raw)
+    if not form.slug:
+        form.slug = "unsaved"
+    doc = form.to_doc()
+    if doc is None or doc.verify is None or doc.snippet_text is None:
+        return _page(request, "_run_result.html",
+                     {"run": None, "form_errors": form.errors if doc is None else
+                      {"snippet": ["write a snippet to run"]}}, status=422)
+    torch_v, harness_v = _versions()
+    req = verify_service.request_for(doc, _knob_params(raw, doc), torch_version=torch_v,
+                                     harness_version=harness_v, requested_by=f"author:{user.id}")
+    run, _cached = verify_service.request_run(db_session=db_session, req=req,
+                                              fresh=raw.get("fresh") == "1")
+    service.audit(db_session=db_session, user=user, action="run.request", target=form.slug,
+                  detail={"run": run.id, "params": req.params, "cached": _cached})
+    db_session.flush()
+    _notify_workers(request)
+    return _page(request, "_run_result.html", _run_ctx(run, form.expect))
+
+
+@author.get("/runs/{run_id}")
+def run_result(
+    request: Request, run_id: int, db_session: SessionDep, expect: str | None = None
+) -> Response:
+    run = verify_service.get_run(db_session=db_session, run_id=run_id)
+    if run is None:
+        raise HTTPException(404, f"No run {run_id}.")
+    return _page(request, "_run_result.html", _run_ctx(run, expect))
+
+
+@author.post("/expect")
+async def expect_this(request: Request, db_session: SessionDep, _: CSRF) -> Response:
+    """Add "value `name` on `rank` equals what run `run_id` measured" to the editor's expectations.
+
+    The value is read from the stored run, never from the request; the editor's text
+    area is returned with the new expectation, to be saved with the draft.
+    """
+    form = await request.form()
+    expect_text = schemas._text(form.get("expect") if isinstance(form.get("expect"), str) else "")
+    error = None
+    try:
+        run_id, rank = int(str(form.get("run_id"))), int(str(form.get("rank")))
+    except ValueError:
+        raise HTTPException(422, "run_id and rank must be numbers") from None
+    name = str(form.get("name") or "")
+    run = verify_service.get_run(db_session=db_session, run_id=run_id)
+    ranks = {r.get("rank"): r for r in ((run.result or {}).get("ranks") or [])} if run else {}
+    values = (ranks.get(rank) or {}).get("values") or {}
+    if name not in values:
+        raise HTTPException(404, f"Run {run_id} has no value {name!r} on rank {rank}.")
+    try:
+        expect_text = schemas.add_value_expectation(
+            expect_text, name=name, rank=rank, value=values[name],
+            when=dict(run.params or {}) if run is not None else {})
+        message = f"Added: {name} on rank {rank}. Save to keep it."
+    except (ValueError, yaml.YAMLError) as exc:
+        error, message = f"Could not add it: {exc}", None
+    form_state = schemas.EditorForm(expect=expect_text)
+    if error:
+        form_state.error("expect", error)
+    return _page(request, "_expect_field.html", {"form": form_state, "message": message})
+
+
+# Verification and publishing ---------------------------------------------------------------
+
+
+def _gate_ctx(db_session: Any, user: User, question: Question) -> dict[str, Any]:
+    rev = service.publishable_revision(db_session=db_session, question=question)
+    g = service.gate(db_session=db_session, revision=rev, versions=_versions()) if rev else None
+    return {"user": user, "question": question, "revision": rev, "gate": g,
+            "polling": bool(g and g.pending)}
+
+
+@author.get("/questions/{slug}/gate")
+def gate_panel(request: Request, slug: str, db_session: SessionDep, user: AuthorUser) -> Response:
+    question = _question_or_404(db_session, slug)
+    _editable_or_403(db_session, user, question)
+    return _page(request, "_gate.html", _gate_ctx(db_session, user, question))
+
+
+@author.post("/questions/{slug}/verify")
+async def verify_all(
+    request: Request, slug: str, db_session: SessionDep, user: AuthorUser, _: CSRF
+) -> Response:
+    """Queue a run for every audited knob combination of the draft (cached ones are reused)."""
+    question = _question_or_404(db_session, slug)
+    _editable_or_403(db_session, user, question)
+    form = await request.form()
+    rev = service.publishable_revision(db_session=db_session, question=question)
+    if rev is not None:
+        runs = service.request_verification(db_session=db_session, revision=rev,
+                                            versions=_versions(), user=user,
+                                            fresh=form.get("fresh") == "1")
+        service.audit(db_session=db_session, user=user, action="question.verify", target=slug,
+                      detail={"revision": rev.number, "runs": [r.id for r in runs]})
+        db_session.flush()
+        _notify_workers(request)
+    return _page(request, "_gate.html", _gate_ctx(db_session, user, question))
+
+
+@author.post("/questions/{slug}/publish")
+async def publish(
+    request: Request, slug: str, db_session: SessionDep, user: AuthorUser, _: CSRF
+) -> Response:
+    question = _question_or_404(db_session, slug, for_update=True)
+    _editable_or_403(db_session, user, question)
+    form = await request.form()
+    try:
+        if form.get("override") == "1":
+            service.publish_without_check(db_session=db_session, question=question, user=user,
+                                          reason=str(form.get("reason") or ""))
+        else:
+            service.publish(db_session=db_session, question=question, user=user,
+                            versions=_versions())
+    except service.NotAllowed as exc:
+        raise HTTPException(403, str(exc)) from None
+    except service.PublishRefused as exc:
+        ctx = {**_gate_ctx(db_session, user, question), "error": f"Not published: {exc}"}
+        return _page(request, "_gate.html" if is_htmx(request) else "gate.html", ctx, status=409)
+    target = f"/author/questions/{slug}/history?published=1"
+    if is_htmx(request):
+        return Response(status_code=204, headers={"HX-Redirect": target})
+    return RedirectResponse(target, status_code=303)
+
+
+@author.post("/questions/{slug}/retire")
+def retire(slug: str, db_session: SessionDep, user: AuthorUser, _: CSRF) -> Response:
+    question = _question_or_404(db_session, slug, for_update=True)
+    _editable_or_403(db_session, user, question)
+    service.retire(db_session=db_session, question=question, user=user)
+    return RedirectResponse(f"/author/questions/{slug}/history", status_code=303)
+
+
+# History, diff, revert ---------------------------------------------------------------------
+
+
+@author.get("/questions/{slug}/history")
+def history(
+    request: Request, slug: str, db_session: SessionDep, user: AuthorUser, published: str = ""
+) -> Response:
+    question = _question_or_404(db_session, slug)
+    _editable_or_403(db_session, user, question)
+    revisions = service.list_revisions(db_session=db_session, question=question)
+    authors = {u.id: u.username for u in service.list_users(db_session=db_session)}
+    return _page(request, "history.html", {
+        "user": user, "question": question, "revisions": revisions, "authors": authors,
+        "message": "Published: learners now see it." if published else None})
+
+
+@author.get("/questions/{slug}/diff")
+def diff(
+    request: Request, slug: str, db_session: SessionDep, user: AuthorUser, a: int = 0, b: int = 0
+) -> Response:
+    question = _question_or_404(db_session, slug)
+    _editable_or_403(db_session, user, question)
+    old = service.get_revision(db_session=db_session, question=question, number=a)
+    new = service.get_revision(db_session=db_session, question=question, number=b)
+    if old is None or new is None:
+        raise HTTPException(404, f"{slug!r} has no revision {a if old is None else b}.")
+    return _page(request, "diff.html", {"user": user, "question": question, "a": old, "b": new,
+                                        "lines": service.diff_revisions(old, new)})
+
+
+@author.post("/questions/{slug}/revert")
+async def revert(
+    request: Request, slug: str, db_session: SessionDep, user: AuthorUser, _: CSRF
+) -> Response:
+    question = _question_or_404(db_session, slug, for_update=True)
+    _editable_or_403(db_session, user, question)
+    number = _int_or_none(str((await request.form()).get("number") or ""))
+    if number is None:
+        raise HTTPException(422, "Say which revision to revert to.")
+    try:
+        service.revert(db_session=db_session, question=question, number=number, user=user)
+    except LookupError as exc:
+        raise HTTPException(404, str(exc)) from None
+    return RedirectResponse(f"/author/questions/{slug}?saved=1", status_code=303)
+
+
+# Users and the audit log (admin) -----------------------------------------------------------
+
+
+def _users_page(request: Request, db_session: Any, user: User, status: int = 200,
+                **extra: Any) -> Response:
+    return _page(request, "users.html",
+                 {"user": user, "users": service.list_users(db_session=db_session), "roles": ROLES,
+                  "new_username": "", **extra}, status=status)
+
+
+@admin.get("/users")
+def users(request: Request, db_session: SessionDep, user: AdminUser) -> Response:
+    return _users_page(request, db_session, user)
+
+
+@admin.post("/users")
+async def create_user(request: Request, db_session: SessionDep, user: AdminUser, _: CSRF) -> Response:
+    form = await request.form()
+    username = str(form.get("username") or "").strip()
+    role = str(form.get("role") or "author")
+    try:
+        created = service.create_user(db_session=db_session, username=username,
+                                      password=str(form.get("password") or ""), role=role)
+    except service.AccountError as exc:
+        return _users_page(request, db_session, user, status=422, error=str(exc),
+                           new_username=username)
+    service.audit(db_session=db_session, user=user, action="user.create", target=created.username,
+                  detail={"role": role})
+    return RedirectResponse("/admin/users", status_code=303)
+
+
+@admin.post("/users/{user_id}")
+async def update_user(
+    request: Request, user_id: int, db_session: SessionDep, user: AdminUser, _: CSRF
+) -> Response:
+    target = service.get_user(db_session=db_session, user_id=user_id)
+    if target is None:
+        raise HTTPException(404, f"No user {user_id}.")
+    form = await request.form()
+    role = str(form.get("role") or target.role)
+    active = form.get("active") == "1"
+    if target.id == user.id and (role != target.role or not active):
+        return _users_page(request, db_session, user, status=422,
+                           error="You cannot demote or deactivate yourself; ask another admin.")
+    try:
+        changed = service.update_user(db_session=db_session, user=target, role=role, active=active,
+                                      password=str(form.get("password") or "") or None)
+    except service.AccountError as exc:
+        return _users_page(request, db_session, user, status=422, error=str(exc))
+    if changed:
+        service.audit(db_session=db_session, user=user, action="user.update",
+                      target=target.username, detail={"changed": changed})
+    return RedirectResponse("/admin/users", status_code=303)
+
+
+@admin.get("/audit")
+def audit_log(
+    request: Request, db_session: SessionDep, user: AdminUser, actor: str = "", action: str = ""
+) -> Response:
+    entries = service.list_audit(db_session=db_session, actor=actor or None, action=action or None)
+    return _page(request, "audit.html", {"user": user, "entries": entries, "actor": actor,
+                                         "action": action})
+
+
+# The bank as files (admin) -----------------------------------------------------------------
+
+
+@admin.get("/bank")
+def bank_page(request: Request, user: AdminUser) -> Response:
+    return _page(request, "bank.html", {"user": user, "limits": {
+        "mb": bankfiles.MAX_UPLOAD_BYTES // (1024 * 1024), "files": bankfiles.MAX_UPLOAD_FILES}})
+
+
+@admin.post("/bank/upload")
+async def bank_upload(request: Request, db_session: SessionDep, user: AdminUser, _: CSRF) -> Response:
+    form = await request.form(max_files=UPLOAD_FORM_MAX_FILES,
+                              max_part_size=bankfiles.MAX_UPLOAD_BYTES + 1)
+    uploads = [f for f in form.getlist("files") if isinstance(f, UploadFile) and f.filename]
+    archive = form.get("archive")
+    try:
+        if isinstance(archive, UploadFile) and archive.filename:
+            data = await archive.read(bankfiles.MAX_UPLOAD_BYTES + 1)
+            if len(data) > bankfiles.MAX_UPLOAD_BYTES:
+                raise bankfiles.UploadError("the zip is larger than the upload limit")
+            files, skipped = bankfiles.files_from_zip(data)
+            name = archive.filename
+        elif uploads:
+            items = []
+            for f in uploads:
+                items.append((f.filename or "", await f.read(bankfiles.MAX_UPLOAD_BYTES + 1)))
+            files, skipped = bankfiles.files_from_folder(items)
+            name = f"{len(uploads)} files"
+        else:
+            raise bankfiles.UploadError("choose a zip file or a folder to upload")
+    except bankfiles.UploadError as exc:
+        service.audit(db_session=db_session, user=user, action="bank.upload_rejected",
+                      detail={"reason": str(exc)})
+        return _page(request, "bank.html", {"user": user, "error": f"Upload refused: {exc}",
+                                            "limits": {"mb": bankfiles.MAX_UPLOAD_BYTES // 2**20,
+                                                       "files": bankfiles.MAX_UPLOAD_FILES}},
+                     status=422)
+    report = service.receive_upload(db_session=db_session, user=user, filename=name, files=files,
+                                    skipped=skipped)
+    return _page(request, "bank_report.html", {"user": user, "report": report},
+                 status=200 if report.ok else 422)
+
+
+@admin.post("/bank/import")
+async def bank_import(request: Request, db_session: SessionDep, user: AdminUser, _: CSRF) -> Response:
+    form = await request.form()
+    try:
+        report, result = service.confirm_import(
+            db_session=db_session, user=user, upload_id=str(form.get("upload_id") or ""),
+            retire_missing=form.get("retire_missing") == "1")
+    except LookupError as exc:
+        raise HTTPException(404, str(exc)) from None
+    if result is None:
+        return _page(request, "bank_report.html", {"user": user, "report": report}, status=422)
+    return _page(request, "bank_report.html", {"user": user, "report": report, "imported": result})
+
+
+@admin.get("/bank/export.zip")
+def bank_export(db_session: SessionDep, user: AdminUser) -> Response:
+    data = service.export_zip(db_session=db_session)
+    service.audit(db_session=db_session, user=user, action="bank.export",
+                  detail={"bytes": len(data)})
+    return Response(data, media_type="application/zip",
+                    headers={"Content-Disposition": 'attachment; filename="question_bank.zip"'})
+
+
+router.include_router(author)
+router.include_router(admin)
+
+__all__ = ["LoginRequired", "login_required", "router"]
