@@ -96,15 +96,13 @@ def verify_command(
     except ValueError as exc:
         raise _fail(str(exc)) from None
 
-    engine = get_engine()
+    engine = get_engine()  # closed at exit (atexit)
     results: list[RunResult] = []
     try:
         for _ in range(repeat):
             results.append(engine.run(code, world_size=world_size, params=params, limits=limits))
     except EngineFailure as exc:
         raise _fail(f"the verify engine failed: {exc}", code=1) from None
-    finally:
-        engine.close()
 
     if as_json:
         data = [r.model_dump(mode="json") for r in results]

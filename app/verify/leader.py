@@ -100,13 +100,16 @@ def _lead(fds: list[int], zygote_pid: int) -> None:
         return
     workdir = tempfile.mkdtemp(prefix="ddpdrill-run-")
     try:
-        _run(spec, world_size, rank_fds, workdir, channel)
+        leftovers = _run(spec, world_size, rank_fds, workdir, channel)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+    # Only now: when the runner hears "done", nothing of the run remains.
+    channel.send(type="done", leftovers=leftovers, t=time.monotonic_ns())
 
 
 def _run(spec: dict[str, Any], world_size: int, rank_fds: list[int], workdir: str,
-         channel: _Channel) -> None:
+         channel: _Channel) -> int:
+    """Fork the ranks, supervise them, sweep; return how many leftover processes were killed."""
     me = os.getpid()
     # The rendezvous store listens on a socket bound before the ranks exist, so
     # there is no window in which another process could take its port.
@@ -136,8 +139,7 @@ def _run(spec: dict[str, Any], world_size: int, rank_fds: list[int], workdir: st
         channel.send(type="started", leader=me, port=port,
                      pids=[pid for pid, _ in sorted(pids.items(), key=lambda kv: kv[1])])
     _supervise(pids, workdir, channel)
-    leftovers = _sweep(me)
-    channel.send(type="done", leftovers=leftovers, t=time.monotonic_ns())
+    return _sweep(me)
 
 
 def _supervise(pids: dict[int, int], workdir: str, channel: _Channel) -> None:

@@ -77,8 +77,10 @@ class Pool:
                     self._stop()
 
     def close(self) -> None:
+        """Stop the forkserver for good."""
         with self._lock:
             self._stop()
+            self._log.close()
 
     def log_tail(self, limit: int = 4000) -> str:
         try:
@@ -91,6 +93,8 @@ class Pool:
 
     def _start(self) -> None:
         self._stop()
+        if self._log.closed:
+            raise EngineFailure("the forkserver pool is closed")
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             self._proc = subprocess.Popen(

@@ -235,7 +235,9 @@ class Probes:
         bound: dict[str, Any] = {}
         if sig is not None:
             try:
-                bound = dict(sig.bind(*args, **kwargs).arguments)
+                ba = sig.bind(*args, **kwargs)
+                ba.apply_defaults()
+                bound = dict(ba.arguments)
             except TypeError:
                 bound = {}
         group = bound.get("group")
@@ -280,8 +282,9 @@ class Probes:
         return where
 
     def _end(self, op: str, seq: int, sent0: int, **extra: Any) -> None:
+        t = _now()
         sent = self.sockets.total()
-        self.emit("collective_end", op=op, seq=seq, bytes_sent=max(0, sent - sent0),
+        self.emit("collective_end", t=t, op=op, seq=seq, bytes_sent=max(0, sent - sent0),
                   sent_total=sent, **extra)
 
     def _finish_async(self, op: str, seq: int, sent0: int, result: Any) -> None:
@@ -501,15 +504,6 @@ class Probes:
                         hook="built-in allreduce" if hook is None else hook.__qualname__,
                         group_size=ddp.process_group.size(),
                         **probes._where(sys._getframe(1)))
-            try:
-                if hook is None:
-                    watched, fut = probes._builtin_allreduce(ddp, st, bucket, params, shadow)
-                else:
-                    watched = fut = hook(st.inner_state, bucket)
-            except BaseException as exc:
-                probes._bucket_end(seq, st, sent0, error=_error_text(exc))
-                raise
-
             def done(f: Any) -> None:
                 error = None
                 try:
@@ -518,22 +512,32 @@ class Probes:
                     error = _error_text(exc)
                 probes._bucket_end(seq, st, sent0, error=error)
 
-            if hasattr(watched, "add_done_callback"):
-                watched.add_done_callback(done)
+            try:
+                if hook is None:
+                    fut = probes._builtin_allreduce(ddp, st, bucket, params, shadow, done)
+                else:
+                    fut = hook(st.inner_state, bucket)
+                    if hasattr(fut, "add_done_callback"):
+                        fut.add_done_callback(done)
+            except BaseException as exc:
+                probes._bucket_end(seq, st, sent0, error=_error_text(exc))
+                raise
             return fut
 
         return ddpdrill_bucket_probe
 
     def _bucket_end(self, seq: int, st: _DdpState, sent0: int, error: str | None = None) -> None:
+        t = _now()
         sent = self.sockets.total()
-        self.emit("bucket_reduce_end", seq=seq, ddp=st.index, bytes_sent=max(0, sent - sent0),
+        self.emit("bucket_reduce_end", t=t, seq=seq, ddp=st.index, bytes_sent=max(0, sent - sent0),
                   sent_total=sent, error=error)
 
     def _builtin_allreduce(self, ddp: DDP, st: _DdpState, bucket: dist.GradBucket,
-                           params: list[torch.Tensor], shadow: bool) -> tuple[Any, Any]:
+                           params: list[torch.Tensor], shadow: bool,
+                           on_done: Callable[[Any], None]) -> Any:
         """What DDP's reducer does when no comm hook is registered (reducer.cpp), step for step.
 
-        Returns the all-reduce's own future (to time) and the one DDP waits on.
+        `on_done` sees the all-reduce finish before DDP does.
         """
         buffer = bucket.buffer()
         if not shadow:  # a joined rank's shadow buckets hold zeros and are not divided
@@ -564,7 +568,8 @@ class Probes:
                 probes._bucket_error = exc
                 raise
 
-        return reduced, reduced.then(unwrap)
+        reduced.add_done_callback(on_done)
+        return reduced.then(unwrap)
 
     def _divide_factor(self, ddp: DDP, st: _DdpState) -> int:
         work = st.fwd_work
