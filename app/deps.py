@@ -31,7 +31,8 @@ def get_learner_id(request: Request) -> str:
 
 
 def get_settings_dep(request: Request) -> Settings:
-    return request.app.state.settings  # type: ignore[no-any-return]
+    settings: Settings = request.app.state.settings
+    return settings
 
 
 # scope="function" commits before the response is sent, so a failed commit is an error

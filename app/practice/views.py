@@ -15,6 +15,7 @@ from app.practice.models import Quiz, QuizItem
 from app.questions.service import topic_summaries
 from app.questions.views import graded_context, question_context, read_answer
 from app.templating import templates
+from app.verify.service import latest_verdict
 
 router = APIRouter(include_in_schema=False)
 
@@ -71,7 +72,10 @@ def _item_context(db_session: Session, quiz: Quiz, item: QuizItem, total: int) -
     base = {"quiz": quiz, "item": item, "total": total, "question": view.question,
             "action": f"/quizzes/{quiz.id}/{item.position}/answer",
             "next_url": (f"/quizzes/{quiz.id}/{item.position + 1}" if item.position < total
-                         else f"/quizzes/{quiz.id}/summary")}
+                         else f"/quizzes/{quiz.id}/summary"),
+            # Verify runs the revision this quiz is pinned to, not a newer one.
+            "revision_id": item.revision_id,
+            "verdict": latest_verdict(db_session=db_session, revision_id=item.revision_id)}
     if view.attempt is not None:
         a = view.attempt
         return {**base, **graded_context(view.doc, a.answer, a.score, a.correct)}

@@ -16,6 +16,7 @@ from app.questions import service
 from app.questions.models import Question
 from app.questions.schema import QuestionDoc
 from app.templating import templates
+from app.verify.service import latest_verdict
 
 router = APIRouter(include_in_schema=False)
 
@@ -97,7 +98,8 @@ def question_page(request: Request, slug: str, db_session: SessionDep) -> Respon
     assert question.current_revision is not None
     doc = service.revision_doc(question.current_revision)
     ctx = {**question_context(doc), "question": question, "token": new_form_token(),
-           "action": f"/questions/{slug}/answer"}
+           "action": f"/questions/{slug}/answer", "revision_id": question.current_revision.id,
+           "verdict": latest_verdict(db_session=db_session, revision_id=question.current_revision.id)}
     return templates.TemplateResponse(request, "questions/question.html", ctx)
 
 

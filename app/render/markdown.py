@@ -33,7 +33,7 @@ def highlight_code(code: str, lang: str = "python", hl_lines: list[int] | None =
 
 
 def _fence(md: MarkdownIt) -> None:
-    def render(self, tokens, idx, options, env):  # type: ignore[no-untyped-def]
+    def render(self, tokens, idx, options, env):
         token = tokens[idx]
         lang = (token.info or "").strip().split()[0] if token.info else ""
         return str(highlight_code(token.content, lang or "text"))

@@ -14,6 +14,10 @@ from app.render.svg import BucketRow, Lane, Mark, Span, bucket_svg, timeline_svg
 MAX_SPANS_PER_LANE = 400
 
 
+def _or(value: Any, default: float) -> float:
+    return default if value is None else float(value)
+
+
 def _t(event: dict[str, Any]) -> float:
     return float(event.get("t_ms", 0.0))
 
@@ -153,9 +157,9 @@ def bucket_views(result: dict[str, Any], *, max_views: int = 4) -> list[BucketVi
         rows = []
         for b in recs:
             start = float(b.get("reduce_start_ms") or 0.0)
-            end = float(b.get("reduce_end_ms") if b.get("reduce_end_ms") is not None else start)
-            first = float(b.get("first_ready_ms") if b.get("first_ready_ms") is not None else start)
-            last = float(b.get("last_ready_ms") if b.get("last_ready_ms") is not None else start)
+            end = _or(b.get("reduce_end_ms"), start)
+            first = _or(b.get("first_ready_ms"), start)
+            last = _or(b.get("last_ready_ms"), start)
             rows.append(BucketRow(f"bucket {b.get('index')}", max(0.0, first - t0), max(0.0, last - t0),
                                   max(0.0, start - t0), max(0.0, end - t0)))
         end_abs = last_grad.get((rank, iteration), backward_end.get((rank, iteration)))

@@ -105,7 +105,7 @@ def check(exp: Expectation, result: dict[str, Any]) -> CheckResult:
         rank = _rank(result, b.rank)
         blocked = (rank or {}).get("blocked_in")
         got = f"rank {b.rank} blocked in {blocked['op']}" if blocked else f"rank {b.rank} not blocked"
-        passed = bool(blocked) and blocked.get("op") == b.op
+        passed = bool(blocked) and (blocked or {}).get("op") == b.op
         return CheckResult(label, passed, f"rank {b.rank} blocked in {b.op}", got)
 
     if exp.error is not None:

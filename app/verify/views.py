@@ -9,6 +9,7 @@ from fastapi import APIRouter, BackgroundTasks, HTTPException, Request
 from fastapi.responses import PlainTextResponse, RedirectResponse, Response
 
 from app.deps import CSRF, CurrentLearner, SessionDep, is_htmx
+from app.questions.models import QuestionRevision
 from app.questions.service import get_published, revision_doc
 from app.render.runs import compare
 from app.templating import templates
@@ -37,22 +38,32 @@ def notify_workers(request: Request) -> None:
         pool.notify()
 
 
+def pick_revision(db_session: Any, question: Any, revision_id: int | None) -> QuestionRevision:
+    """The question's current revision, or an earlier one of the same question (a pinned quiz)."""
+    if revision_id is not None and revision_id != question.current_revision_id:
+        revision = db_session.get(QuestionRevision, revision_id)
+        if revision is None or revision.question_id != question.id:
+            raise HTTPException(404, "No such revision of this question.")
+        return revision
+    return question.current_revision
+
+
 def start_verify(
     request: Request, db_session: Any, learner_id: str, slug: str, params: dict[str, Any],
-    background: BackgroundTasks,
+    background: BackgroundTasks, revision_id: int | None = None,
 ) -> tuple[Run, bool]:
     """The run answering this question's knobs: cached, shared, or newly queued (rate-limited)."""
     question = get_published(db_session=db_session, slug=slug)
     if question is None or question.current_revision is None:
         raise HTTPException(404, f"No question called {slug!r}.")
-    doc = revision_doc(question.current_revision)
+    revision = pick_revision(db_session, question, revision_id)
+    doc = revision_doc(revision)
     if doc.verify is None or doc.snippet_text is None:
         raise HTTPException(404, "This question has no snippet to run.")
     torch_v, harness_v = engine_versions()
     try:
         req = service.request_for(doc, params, torch_version=torch_v, harness_version=harness_v,
-                                  revision_id=question.current_revision.id,
-                                  requested_by=f"learner:{learner_id}")
+                                  revision_id=revision.id, requested_by=f"learner:{learner_id}")
     except service.InvalidKnob as exc:
         raise HTTPException(
             422, [{"loc": ["body", "params", exc.knob], "msg": exc.message, "type": "knob"}]
@@ -82,13 +93,13 @@ def verify_question(
 ) -> VerifyOut:
     """Run the question's snippet with these knob values, or return the cached run."""
     run, cached = start_verify(request, db_session, learner_id, slug, body.params, background)
-    return VerifyOut(run_id=run.id, status=run.status, cached=cached,  # type: ignore[arg-type]
+    return VerifyOut(run_id=run.id, status=run.status, cached=cached,
                      url=f"/api/v1/runs/{run.id}")
 
 
 def run_out(run: Run) -> RunOut:
     return RunOut(
-        run_id=run.id, status=run.status, world_size=run.world_size,  # type: ignore[arg-type]
+        run_id=run.id, status=run.status, world_size=run.world_size,
         params=dict(run.params or {}), torch_version=run.torch_version,
         requested_at=run.requested_at, claimed_at=run.claimed_at, started_at=run.started_at,
         finished_at=run.finished_at, attempts=run.attempts,
@@ -170,11 +181,12 @@ async def verify_form(
     if doc.verify is None:
         raise HTTPException(404, "This question has no snippet to run.")
     form = await request.form()
-    prev_raw = form.get("prev")
+    prev_raw, rev_raw = form.get("prev"), form.get("rev")
     prev_id = int(prev_raw) if isinstance(prev_raw, str) and prev_raw.isdigit() else None
+    rev_id = int(rev_raw) if isinstance(rev_raw, str) and rev_raw.isdigit() else None
     try:
         run, cached = start_verify(request, db_session, learner_id, slug,
-                                   parse_knob_form(doc.verify, form), background)
+                                   parse_knob_form(doc.verify, form), background, rev_id)
     except HTTPException as exc:
         if exc.status_code in (422, 429) and is_htmx(request):
             msg = exc.detail if isinstance(exc.detail, str) else "; ".join(

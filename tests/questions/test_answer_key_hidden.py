@@ -14,7 +14,6 @@ import re
 from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
 from bs4 import BeautifulSoup, Comment
 from fastapi.testclient import TestClient
@@ -90,20 +89,20 @@ def _assert_no_key_in_json(data: Any, where: str) -> None:
         assert "SENTINEL-EXPLANATION" not in data and EXPECTATION_LABEL not in data, where
 
 
-@pytest.mark.parametrize("slug", SLUGS)
-def test_pages_before_answering_carry_no_answer_key(client: TestClient, slug: str) -> None:
-    for where, html in _unanswered_html(client, slug).items():
-        _assert_no_key_in_html(html, slug, f"{slug} {where}")
+def test_pages_before_answering_carry_no_answer_key_for_any_question_type(client: TestClient) -> None:
+    for slug in SLUGS:
+        for where, html in _unanswered_html(client, slug).items():
+            _assert_no_key_in_html(html, slug, f"{slug} {where}")
 
 
-@pytest.mark.parametrize("slug", SLUGS)
-def test_api_question_carries_no_answer_key(client: TestClient, slug: str) -> None:
-    response = client.get(f"/api/v1/questions/{slug}")
-    assert response.status_code == 200
-    data = response.json()
-    _assert_no_key_in_json(data, slug)
-    for choice in data["choices"]:
-        assert set(choice) == {"key", "text"}
+def test_api_questions_carry_no_answer_key_for_any_question_type(client: TestClient) -> None:
+    for slug in SLUGS:
+        response = client.get(f"/api/v1/questions/{slug}")
+        assert response.status_code == 200
+        data = response.json()
+        _assert_no_key_in_json(data, slug)
+        for choice in data["choices"]:
+            assert set(choice) == {"key", "text"}
     listing = client.get("/api/v1/questions").json()
     _assert_no_key_in_json(listing, "list")
 
@@ -137,7 +136,9 @@ def _normalised(client: TestClient, slug: str) -> dict[str, str]:
     out = {}
     for where, html in pages.items():
         soup = BeautifulSoup(html, "lxml")
-        for token in soup.select("input[name=token]"):
+        # A form token, and the revision the Verify form runs, differ between imports
+        # whatever changed; neither says anything about the answer.
+        for token in soup.select("input[name=token], input[name=rev]"):
             token["value"] = "…"
         out[where] = str(soup)
     api = client.get(f"/api/v1/questions/{slug}").json()
