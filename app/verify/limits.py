@@ -50,7 +50,7 @@ class Limits:
         """The gloo group's timeout: a little shorter than the run's, so gloo raises first."""
         return self.timeout_s - min(2.0, 0.2 * self.timeout_s)
 
-    def as_dict(self) -> dict[str, float]:
+    def as_dict(self) -> dict[str, int | float]:
         return {
             "timeout_s": self.timeout_s,
             "pg_timeout_s": round(self.pg_timeout_s, 3),

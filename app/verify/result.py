@@ -85,7 +85,8 @@ class RunResult(_Model):
     params: dict[str, Any] = Field(default_factory=dict)
     torch_version: str
     harness_version: str
-    limits: dict[str, float] = Field(default_factory=dict)
+    limits: dict[str, int | float] = Field(default_factory=dict,
+                                           description="The limits this run was held to.")
     ranks: list[RankResult] = Field(default_factory=list)
     buckets: list[BucketRecord] = Field(default_factory=list)
     leftover_processes: int = Field(0, description="Processes still alive after the ranks, killed.")

@@ -288,9 +288,9 @@ def _assemble(watch: _Watch, ranks: list[_Rank], *, t0: int, wall_ms: float, cod
         error: RankError | None = None
         sent = 0
         for raw in r.events:
-            event = {k: v for k, v in raw.items() if k != "t"}
-            event = {"t_ms": _ms(raw["t"], t0), **event}
-            kind = event["kind"]
+            kind = raw["kind"]
+            event = {"t_ms": _ms(raw["t"], t0), "kind": kind}
+            event.update((k, v) for k, v in raw.items() if k not in ("t", "kind"))
             if kind == "report" and isinstance(event.get("name"), str):
                 values[event["name"]] = event.pop("value", None)
             elif kind == "exception":

@@ -1,0 +1,109 @@
+"""Latency of one two-rank DDP step: a fresh `torchrun` per job against the warm verify engine.
+
+    .venv/bin/python benchmarks/verify_latency.py [--torchrun-jobs 5] [--engine-runs 20]
+
+Both measure the wall time a caller waits for one job, from asking to having the
+result. The two are interleaved so that a busy machine slows both alike. Prints
+both medians and their ratio; the figures go in docs/performance.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from app.verify.engine import Engine, Limits, torch_version
+
+STEP = """
+torch.manual_seed(0)
+m = nn.Linear(2, 1, bias=False)
+ddp = DDP(m)
+ddp(torch.full((1, 2), float(rank + 1))).sum().backward()
+assert m.weight.grad.tolist() == [[1.5, 1.5]]
+"""
+IMPORTS = """
+import torch, torch.nn as nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+"""
+# The same computation as a standalone torchrun script: it must set up and tear
+# down the process group itself.
+TORCHRUN_SCRIPT = IMPORTS + """
+import torch.distributed as dist
+dist.init_process_group("gloo")
+rank = dist.get_rank()
+""" + STEP + """
+del ddp
+dist.destroy_process_group()
+"""
+ENGINE_SNIPPET = IMPORTS + STEP
+
+
+def torchrun_job(script: Path) -> float:
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    start = time.perf_counter()
+    subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
+         str(script)],
+        check=True, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    return (time.perf_counter() - start) * 1000
+
+
+def engine_job(engine: Engine) -> float:
+    start = time.perf_counter()
+    result = engine.run(ENGINE_SNIPPET, limits=Limits(timeout_s=30))
+    elapsed = (time.perf_counter() - start) * 1000
+    if result.outcome != "ok":
+        raise SystemExit(f"engine run failed: {result.diagnosis}")
+    return elapsed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--torchrun-jobs", type=int, default=5)
+    parser.add_argument("--engine-runs", type=int, default=20)
+    args = parser.parse_args()
+
+    engine = Engine()
+    start = time.perf_counter()
+    engine.start()
+    startup_ms = (time.perf_counter() - start) * 1000
+    first_ms = engine_job(engine)  # pages in what the forkserver has not touched yet
+
+    fresh: list[float] = []
+    warm: list[float] = []
+    per_job = max(1, args.engine_runs // max(1, args.torchrun_jobs))
+    with tempfile.TemporaryDirectory() as tmp:
+        script = Path(tmp) / "ddp_step.py"
+        script.write_text(TORCHRUN_SCRIPT)
+        while len(fresh) < args.torchrun_jobs or len(warm) < args.engine_runs:
+            if len(fresh) < args.torchrun_jobs:
+                fresh.append(torchrun_job(script))
+            for _ in range(per_job):
+                if len(warm) < args.engine_runs:
+                    warm.append(engine_job(engine))
+    engine.close()
+
+    def describe(xs: list[float]) -> str:
+        q = statistics.quantiles(xs, n=10) if len(xs) >= 2 else xs
+        return (f"median {statistics.median(xs):8.1f} ms  (min {min(xs):.1f}, "
+                f"p90 {q[-1]:.1f}, max {max(xs):.1f}, n={len(xs)})")
+
+    print(f"torch {torch_version()}, python {sys.version.split()[0]}, {os.cpu_count()} CPUs, "
+          f"load average {os.getloadavg()[0]:.2f}")
+    print(f"engine forkserver start-up: {startup_ms:.0f} ms once; first run {first_ms:.1f} ms")
+    print(f"(a) fresh torchrun --nproc_per_node=2: {describe(fresh)}")
+    print(f"(b) warm verify engine, 2 ranks:       {describe(warm)}")
+    print(f"ratio (a)/(b) of medians: {statistics.median(fresh) / statistics.median(warm):.1f}x")
+
+
+if __name__ == "__main__":
+    main()
