@@ -157,6 +157,9 @@ class _DdpState:
     shadow: bool = False
     shadow_steps: int = 0
     grad_storage: dict[int, int] = field(default_factory=dict)
+    # A DDP forward with grad enabled happened and its backward has not ended:
+    # gradients accumulated outside that (the bare module used directly) are not DDP's.
+    awaiting_backward: bool = False
     backward_pending: bool = False
 
     def name_of(self, param: torch.Tensor) -> str:
@@ -358,6 +361,7 @@ class Probes:
             if training:
                 st.iteration += 1
                 st.sync = bool(self.require_backward_grad_sync)
+                st.awaiting_backward = True
             probes.iteration = st.iteration
             probes.emit("ddp_forward_start", ddp=st.index, iteration=st.iteration,
                         sync=st.sync if training else False, grad=training)
@@ -463,6 +467,8 @@ class Probes:
                   static_graph=bool(ddp.static_graph))
 
     def _on_grad_ready(self, st: _DdpState, name: str, param: torch.Tensor) -> None:
+        if not st.awaiting_backward:
+            return
         t = _now()
         grad = param.grad
         if grad is not None:
@@ -473,7 +479,7 @@ class Probes:
             engine = torch.autograd.Variable._execution_engine
 
             def backward_end() -> None:
-                st.backward_pending = False
+                st.backward_pending = st.awaiting_backward = False
                 self.emit("ddp_backward_end", ddp=st.index, iteration=st.iteration, sync=st.sync)
 
             # Queued from a final callback, so it runs after DDP's own finalize

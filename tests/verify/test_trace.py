@@ -159,3 +159,18 @@ def test_registering_a_second_comm_hook_fails_as_in_torch(run: Run) -> None:
     """)
     assert result.outcome == "ok", result.diagnosis
     assert "can only be called once" in result.ranks[0].values["error"]
+
+
+def test_backward_through_the_bare_module_is_not_counted_as_ddp(run: Run) -> None:
+    result = run("""
+    import torch, torch.nn as nn
+    from torch.nn.parallel import DistributedDataParallel as DDP
+    m = nn.Linear(2, 1, bias=False)
+    ddp = DDP(m)
+    m(torch.ones(1, 2)).sum().backward()      # local, no DDP involved
+    m.weight.grad = None
+    ddp(torch.ones(1, 2)).sum().backward()
+    """)
+    assert result.outcome == "ok", result.diagnosis
+    assert [e["iteration"] for e in events(result, 0, "grad_ready")] == [1]
+    assert [e["iteration"] for e in events(result, 0, "ddp_backward_end")] == [1]
