@@ -20,6 +20,8 @@ from app.questions.schema import FieldError, QuestionDoc, TopicDoc
 TOPIC_FILE = "_topic.yaml"
 # A question file larger than this is almost certainly a mistake (a pasted log).
 MAX_FILE_BYTES = 256 * 1024
+# libyaml's safe loader when PyYAML was built with it: ten times faster, same nodes and marks.
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 @dataclass(frozen=True)
@@ -104,8 +106,8 @@ def _read_yaml(path: Path, rel: str, errors: list[BankError]) -> tuple[Any, yaml
             errors.append(BankError(rel, "", f"file is larger than {MAX_FILE_BYTES} bytes"))
             return None, None
         text = path.read_text(encoding="utf-8")
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
+        node = yaml.compose(text, Loader=_YAML_LOADER)
+        data = yaml.load(text, Loader=_YAML_LOADER)
     except UnicodeDecodeError:
         errors.append(BankError(rel, "", "file is not UTF-8 text"))
         return None, None
