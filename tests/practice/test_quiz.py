@@ -110,7 +110,7 @@ def test_answering_with_htmx_returns_only_the_graded_fragment(client: TestClient
     assert fragment.select_one("#verdict").get_text(strip=True) == "Right"
     assert "SENTINEL-EXPLANATION" in fragment.select_one(".explanation").get_text()
     assert fragment.select_one("a.button")["href"].endswith("/summary")
-    assert fragment.select_one("form") is None
+    assert fragment.select_one("#answer-area form.answer-form") is None
 
 
 def test_answering_without_js_redirects_back_to_the_graded_page(client: TestClient) -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
@@ -32,29 +31,29 @@ def test_list_gives_every_published_question_with_its_page(client: TestClient) -
                       "url": "/questions/fixture-single"}
 
 
-@pytest.mark.parametrize(
-    ("params", "slugs"),
-    [({"topic": "traces"}, ["fixture-trace-buckets", "fixture-trace-join"]),
-     ({"topic": ["basics", "traces"]}, ["fixture-multi", "fixture-numeric", "fixture-single",
-                                         "fixture-trace-buckets", "fixture-trace-join"]),
-     ({"tag": "join"}, ["fixture-multi", "fixture-trace-join"]),
-     ({"difficulty": 3}, ["fixture-numeric", "fixture-trace-buckets"]),
-     ({"topic": "basics", "difficulty": 3}, ["fixture-numeric"]),
-     ({"topic": "basics", "tag": "buckets"}, []),
-     ({"topic": "no-such-topic"}, [])],
-)
-def test_list_filters_by_topic_tag_and_difficulty(
-    client: TestClient, params: dict[str, Any], slugs: list[str]
-) -> None:
-    assert _slugs(client, **params) == slugs
+FILTERS = [
+    ({"topic": "traces"}, ["fixture-trace-buckets", "fixture-trace-join"]),
+    ({"topic": ["basics", "traces"]}, ["fixture-multi", "fixture-numeric", "fixture-single",
+                                       "fixture-trace-buckets", "fixture-trace-join"]),
+    ({"tag": "join"}, ["fixture-multi", "fixture-trace-join"]),
+    ({"difficulty": 3}, ["fixture-numeric", "fixture-trace-buckets"]),
+    ({"topic": "basics", "difficulty": 3}, ["fixture-numeric"]),
+    ({"topic": "basics", "tag": "buckets"}, []),
+    ({"topic": "no-such-topic"}, []),
+]
 
 
-@pytest.mark.parametrize("difficulty", ["0", "4", "hard"])
-def test_list_rejects_a_difficulty_outside_1_to_3_with_json(client: TestClient, difficulty: str) -> None:
-    response = client.get(API, params={"difficulty": difficulty})
-    assert response.status_code == 422
-    assert response.headers["content-type"] == "application/json"
-    assert response.json()["detail"][0]["loc"] == ["query", "difficulty"]
+def test_list_filters_by_topic_tag_and_difficulty(client: TestClient) -> None:
+    for params, slugs in FILTERS:
+        assert _slugs(client, **params) == slugs, params
+
+
+def test_list_rejects_a_difficulty_outside_1_to_3_with_json(client: TestClient) -> None:
+    for difficulty in ("0", "4", "hard"):
+        response = client.get(API, params={"difficulty": difficulty})
+        assert response.status_code == 422, difficulty
+        assert response.headers["content-type"] == "application/json"
+        assert response.json()["detail"][0]["loc"] == ["query", "difficulty"]
 
 
 def test_get_gives_choices_with_stable_keys(client: TestClient) -> None:
@@ -80,57 +79,63 @@ def test_get_numeric_and_trace_questions(client: TestClient) -> None:
     assert single["knobs"] == [{"name": "scale", "label": "Input scale", "values": [1, 2], "default": 1}]
 
 
-@pytest.mark.parametrize(
-    ("slug", "answer", "score", "correct", "key"),
-    [("fixture-single", "b", 1.0, True, "b"),
-     ("fixture-single", "c", 0.0, False, "b"),
-     ("fixture-multi", ["a", "c"], 0.0, False, ["a", "b"]),
-     ("fixture-multi", ["b"], 0.5, False, ["a", "b"]),
-     ("fixture-multi", ["b", "a"], 1.0, True, ["a", "b"]),
-     ("fixture-numeric", 1399, 1.0, True, 1400.0),
-     ("fixture-numeric", "1,450", 1.0, True, 1400.0),
-     ("fixture-numeric", 1000.5, 0.0, False, 1400.0),
-     ("fixture-trace-join", "a", 1.0, True, "a"),
-     ("fixture-trace-buckets", 4, 1.0, True, 4.0)],
-)
-def test_attempt_is_graded_and_returns_key_and_explanation(
-    client: TestClient, session_factory: sessionmaker[Session], settings: Settings,
-    slug: str, answer: Any, score: float, correct: bool, key: Any,
+# (question, answer, score, correct, the key the API gives back)
+GRADED = [
+    ("fixture-single", "b", 1.0, True, "b"),
+    ("fixture-single", "c", 0.0, False, "b"),
+    ("fixture-multi", ["a", "c"], 0.0, False, ["a", "b"]),
+    ("fixture-multi", ["b"], 0.5, False, ["a", "b"]),
+    ("fixture-multi", ["b", "a"], 1.0, True, ["a", "b"]),
+    ("fixture-numeric", 1399, 1.0, True, 1400.0),
+    ("fixture-numeric", "1,450", 1.0, True, 1400.0),
+    ("fixture-numeric", 1000.5, 0.0, False, 1400.0),
+    ("fixture-trace-join", "a", 1.0, True, "a"),
+    ("fixture-trace-buckets", 4, 1.0, True, 4.0),
+]
+
+
+def test_attempts_are_graded_and_return_key_and_explanation(
+    client: TestClient, session_factory: sessionmaker[Session], settings: Settings
 ) -> None:
-    response = client.post(f"{API}/{slug}/attempts", json={"answer": answer, "time_taken_ms": 1234})
-    assert response.status_code == 200, response.text
-    data = response.json()
-    assert (data["score"], data["correct"], data["correct_answer"]) == (score, correct, key)
-    assert data["explanation"].startswith("SENTINEL-EXPLANATION")
-    assert data["first_submission"] is True
-    with session_factory() as session:
-        attempt = session.get(Attempt, data["attempt_id"])
-        question = session.scalars(select(Question).where(Question.slug == slug)).one()
-        assert attempt is not None
-        assert (attempt.question_id, attempt.revision_id) == (question.id, question.current_revision_id)
-        assert (attempt.score, attempt.time_taken_ms, attempt.quiz_item_id) == (score, 1234, None)
-        assert attempt.learner_id == learner_id(client, settings)
+    for slug, answer, score, correct, key in GRADED:
+        case = (slug, answer)
+        response = client.post(f"{API}/{slug}/attempts", json={"answer": answer, "time_taken_ms": 1234})
+        assert response.status_code == 200, (case, response.text)
+        data = response.json()
+        assert (data["score"], data["correct"], data["correct_answer"]) == (score, correct, key), case
+        assert data["explanation"].startswith("SENTINEL-EXPLANATION"), case
+        assert data["first_submission"] is True
+        with session_factory() as session:
+            attempt = session.get(Attempt, data["attempt_id"])
+            question = session.scalars(select(Question).where(Question.slug == slug)).one()
+            assert attempt is not None
+            assert (attempt.question_id, attempt.revision_id) == (question.id, question.current_revision_id)
+            assert (attempt.score, attempt.time_taken_ms, attempt.quiz_item_id) == (score, 1234, None)
+            assert attempt.learner_id == learner_id(client, settings)
+    assert count(session_factory, Attempt) == len(GRADED)
 
 
-@pytest.mark.parametrize(
-    ("slug", "body"),
-    [("fixture-single", {"answer": "z"}),
-     ("fixture-single", {"answer": ["a", "b"]}),
-     ("fixture-multi", {"answer": []}),
-     ("fixture-multi", {"answer": ["a", "a"]}),
-     ("fixture-numeric", {"answer": "lots"}),
-     ("fixture-numeric", {"answer": ""}),
-     ("fixture-numeric", {}),
-     ("fixture-numeric", {"answer": {"value": 1}}),
-     ("fixture-numeric", {"answer": 1400, "time_taken_ms": -1})],
-)
+INVALID = [
+    ("fixture-single", {"answer": "z"}),
+    ("fixture-single", {"answer": ["a", "b"]}),
+    ("fixture-multi", {"answer": []}),
+    ("fixture-multi", {"answer": ["a", "a"]}),
+    ("fixture-numeric", {"answer": "lots"}),
+    ("fixture-numeric", {"answer": ""}),
+    ("fixture-numeric", {}),
+    ("fixture-numeric", {"answer": {"value": 1}}),
+    ("fixture-numeric", {"answer": 1400, "time_taken_ms": -1}),
+]
+
+
 def test_an_invalid_attempt_is_422_json_and_stores_nothing(
-    client: TestClient, session_factory: sessionmaker[Session], slug: str, body: dict[str, Any]
+    client: TestClient, session_factory: sessionmaker[Session]
 ) -> None:
-    response = client.post(f"{API}/{slug}/attempts", json=body)
-    assert response.status_code == 422
-    assert response.headers["content-type"] == "application/json"
-    assert response.json()["detail"]
+    for slug, body in INVALID:
+        response = client.post(f"{API}/{slug}/attempts", json=body)
+        assert response.status_code == 422, (slug, body)
+        assert response.headers["content-type"] == "application/json"
+        assert response.json()["detail"]
     assert count(session_factory, Attempt) == 0
 
 
@@ -172,13 +177,13 @@ def test_an_overlong_idempotency_key_is_422(client: TestClient) -> None:
     assert response.status_code == 422
 
 
-@pytest.mark.parametrize(("method", "path"), [("GET", f"{API}/nope"), ("POST", f"{API}/nope/attempts"),
-                                              ("GET", "/api/v1/nothing-here")])
-def test_unknown_things_under_the_api_are_json_404s(client: TestClient, method: str, path: str) -> None:
-    response = client.request(method, path, json={"answer": "a"})
-    assert response.status_code == 404
-    assert response.headers["content-type"] == "application/json"
-    assert "detail" in response.json()
+def test_unknown_things_under_the_api_are_json_404s(client: TestClient) -> None:
+    for method, path in [("GET", f"{API}/nope"), ("POST", f"{API}/nope/attempts"),
+                         ("GET", "/api/v1/nothing-here")]:
+        response = client.request(method, path, json={"answer": "a"})
+        assert response.status_code == 404, path
+        assert response.headers["content-type"] == "application/json"
+        assert "detail" in response.json()
 
 
 def test_openapi_docs_describe_the_three_endpoints(client: TestClient) -> None:
