@@ -1,0 +1,23 @@
+# One DDP step where rank 0 has 1 sample and rank 1 has 3, mean loss per rank.
+# Model: bias-free 1x1 linear layer, loss = mean(w * x), so d loss / d w = mean(x).
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+torch.manual_seed(0)
+model = nn.Linear(1, 1, bias=False)
+ddp = DDP(model)
+samples = {0: [2.0], 1: [4.0, 6.0, 8.0]}[rank]
+x = torch.tensor(samples).unsqueeze(1)
+out = ddp(x)
+if params["loss"] == "local_mean":
+    loss = out.mean()
+else:
+    # Sum locally, divide by the global sample count, and undo DDP's 1/world_size.
+    count = torch.tensor(float(len(samples)))
+    dist.all_reduce(count)
+    loss = out.sum() / count * world_size
+loss.backward()
+report("ddp_grad", model.weight.grad.item())
+report("local_mean_x", sum(samples) / len(samples))
