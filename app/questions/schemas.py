@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, StrictFloat, StrictInt, StrictStr
 
 from app.questions.schema import BucketTrace, RankEventsTrace
 
@@ -46,7 +46,8 @@ class QuestionOut(QuestionSummaryOut):
 
 
 class AttemptIn(BaseModel):
-    answer: str | list[str] | float | int = Field(
+    # Strict: JSON true would otherwise be taken for the number 1.
+    answer: StrictStr | list[StrictStr] | StrictInt | StrictFloat = Field(
         description="A choice key, a list of choice keys (multi-select), or a number."
     )
     time_taken_ms: int | None = Field(default=None, ge=0)

@@ -124,6 +124,8 @@ INVALID = [
     ("fixture-numeric", {"answer": ""}),
     ("fixture-numeric", {}),
     ("fixture-numeric", {"answer": {"value": 1}}),
+    ("fixture-numeric", {"answer": True}),
+    ("fixture-multi", {"answer": [True]}),
     ("fixture-numeric", {"answer": 1400, "time_taken_ms": -1}),
 ]
 
