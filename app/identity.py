@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import uuid
-from http.cookies import SimpleCookie
 
 from itsdangerous import BadSignature, URLSafeSerializer
+from starlette.requests import cookie_parser
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 LEARNER_COOKIE = "ddpdrill_learner"
@@ -23,16 +23,14 @@ class LearnerCookieMiddleware:
     def _read(self, scope: Scope) -> str | None:
         for name, value in scope.get("headers", []):
             if name == b"cookie":
-                jar: SimpleCookie = SimpleCookie()
-                try:
-                    jar.load(value.decode("latin-1"))
-                except Exception:
-                    return None
-                morsel = jar.get(LEARNER_COOKIE)
-                if morsel is None:
+                # Starlette's lenient parser, as Request.cookies uses: SimpleCookie drops every
+                # cookie of the header when one is malformed (say, another local app's value
+                # with a space), which cost the learner their identity on every request.
+                signed = cookie_parser(value.decode("latin-1")).get(LEARNER_COOKIE)
+                if signed is None:
                     continue
                 try:
-                    learner = self.serializer.loads(morsel.value)
+                    learner = self.serializer.loads(signed)
                 except BadSignature:
                     return None
                 if isinstance(learner, str):

@@ -100,6 +100,21 @@ def test_a_tampered_learner_cookie_gets_a_fresh_identity(
     assert count(session_factory, Learner) == 1
 
 
+def test_another_sites_malformed_cookie_does_not_cost_the_learner_their_identity(
+    client: TestClient
+) -> None:
+    # Cookies ignore ports: another app on 127.0.0.1 may set values Python's SimpleCookie
+    # refuses, and it then dropped the whole header, learner cookie included.
+    quiz = start_quiz(client, count="1")
+    mine = client.cookies[LEARNER_COOKIE]
+    bare = TestClient(client.app)
+    for header in (f'{LEARNER_COOKIE}={mine}; other=a b',
+                   f'jupyter="2|x y; {LEARNER_COOKIE}={mine}'):
+        response = bare.get(quiz, headers={"Cookie": header})
+        assert response.status_code == 200, header
+        assert LEARNER_COOKIE not in _set_cookie(response), header
+
+
 def test_static_files_and_vendored_htmx_are_served(client: TestClient) -> None:
     page = parse(client.get("/"))
     scripts = [s["src"] for s in page.select("script[src]")]
