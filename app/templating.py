@@ -41,7 +41,8 @@ def make_templates() -> Jinja2Templates:
     env.globals["bucket_views"] = bucket_views
     env.globals["error_lines"] = error_lines
     env.globals["value_names"] = value_names
-    env.filters["tojson_compact"] = lambda v: json.dumps(v, separators=(",", ":"), default=str)
+    env.filters["tojson_compact"] = lambda v: json.dumps(v, separators=(",", ":"), default=str,
+                                                                ensure_ascii=False)
     env.globals["difficulty_names"] = DIFFICULTY_NAMES
     return templates
 

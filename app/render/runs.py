@@ -98,7 +98,7 @@ def timeline_picture(result: dict[str, Any], svg_id: str = "run-timeline") -> Ma
             f"snippet; outcome "
             f"{result.get('outcome')}." + (" " + "; ".join(blocked) + "." if blocked else ""))
     return timeline_svg(lanes, t_end, title="What each rank did, measured", desc=desc, svg_id=svg_id,
-                        unit="ms since the snippet started")
+                        unit="ms (from snippet start)")
 
 
 @dataclass
@@ -120,7 +120,7 @@ class BucketView:
             for r in self.rows
         ) + f". Backward compute ended at {self.compute_end:.2f} ms."
         return bucket_svg(self.rows, self.compute_end, svg_id=svg_id, desc=desc,
-                          unit="ms from backward start",
+                          unit="ms (from backward)",
                           title=f"Gradient buckets on rank {self.rank}, iteration {self.iteration}")
 
 

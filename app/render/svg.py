@@ -97,7 +97,8 @@ def _axis(x: Callable[[float], float], t_max: float, y: float, unit: str,
         out.append(f'<line x1="{xx:.1f}" y1="{y}" x2="{xx:.1f}" y2="{y + 4}" class="axis" stroke="#9ca3af"/>')
         out.append(f'<text x="{xx:.1f}" y="{y + 16}" class="tick" text-anchor="middle">'
                    f'{_fmt(t)}</text>')
-    out.append(f'<text x="{WIDTH - PAD}" y="{y + 16}" class="tick" text-anchor="end">{escape(unit)}</text>')
+    # The unit sits under the lane labels, clear of the last tick's number.
+    out.append(f'<text x="4" y="{y + 16}" class="tick unit">{escape(unit)}</text>')
     return out
 
 

@@ -150,7 +150,8 @@ def parse_knob_form(block: Any, form: Any) -> dict[str, Any]:
 
 def _run_context(db_session: Any, learner_id: str, run: Run, slug: str | None,
                  prev_id: int | None) -> dict[str, Any]:
-    ctx: dict[str, Any] = {"run": run, "slug": slug, "prev": None, "changes": [], "checks": None,
+    ctx: dict[str, Any] = {"run": run, "slug": slug, "prev": None, "prev_id": prev_id,
+                           "changes": [], "checks": None,
                            "reveal": False, "doc": None, "question": None}
     if slug:
         question = get_published(db_session=db_session, slug=slug)

@@ -1,0 +1,115 @@
+"""Verify in real Chromium against real gloo runs: answer then verify, knobs, and a hang.
+
+Set DDPDRILL_SCREENSHOTS=<folder> to save a full-page picture of each flow
+(docs/screenshots/ holds the ones in the README).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.browser
+
+# A fresh run on the real engine takes well under a second; a hang question waits for
+# its own timeout (5 s) and the first run also starts the warm rank pool.
+RUN_TIMEOUT_MS = 60_000
+
+
+@pytest.fixture
+def page(browser: Any, verify_server: str) -> Any:
+    context = browser.new_context(base_url=verify_server, viewport={"width": 1100, "height": 900})
+    context.set_default_timeout(RUN_TIMEOUT_MS)
+    page = context.new_page()
+    yield page
+    context.close()
+
+
+def shot(page: Any, name: str) -> None:
+    folder = os.environ.get("DDPDRILL_SCREENSHOTS")
+    if folder:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(Path(folder) / f"{name}.png"), full_page=True)
+
+
+def answer_with_keyboard(page: Any, choice_text: str) -> None:
+    """Pick a choice and submit using only the keyboard."""
+    page.get_by_label(choice_text, exact=False).focus()
+    page.keyboard.press("Space")
+    page.get_by_role("button", name="Submit answer").focus()
+    page.keyboard.press("Enter")
+    page.locator(".graded").wait_for()
+
+
+def values(page: Any, run: Any, name: str) -> list[str]:
+    return [td.inner_text() for td in run.locator(f"td.value[data-name={name}]").all()]
+
+
+def test_answer_then_verify_shows_the_measured_average_on_both_ranks(page: Any) -> None:
+    page.goto("/questions/averaged-gradient-two-ranks")
+    assert page.locator("#verify-panel h2").inner_text() == "Predict, then run"
+    answer_with_keyboard(page, "[[1.5, 1.5]] on both ranks")
+    assert page.locator("#verify-panel h2").inner_text() == "Verify by running it"
+    assert page.locator("#verify-result").get_attribute("aria-live") == "polite"
+    page.locator(".verify-button").focus()
+    page.keyboard.press("Enter")
+    run = page.locator(".run.done")
+    run.wait_for()
+    assert values(page, run, "weight_grad") == ["[[1.5,1.5]]", "[[1.5,1.5]]"]
+    marks = run.locator(".checks tbody tr td.mark").all_inner_texts()
+    assert marks and all("✓" in m for m in marks)
+    svg = run.locator("svg.timeline")
+    assert svg.locator("title").count() >= 1 and svg.locator("desc").count() == 1
+    assert run.locator("svg.bucket-chart").count() >= 1
+    shot(page, "verify-average")
+
+
+def test_changing_a_knob_shows_the_second_result_beside_the_first(page: Any) -> None:
+    page.goto("/questions/averaged-gradient-world-size")
+    page.locator(".verify-button").click()
+    page.locator(".run.done").wait_for()
+    page.locator("select[name='knob.world_size']").select_option("2")
+    page.locator(".verify-button").click()
+    second = page.locator(".run-pair .run-col").nth(1).locator(".run.done")
+    second.wait_for()
+    first = page.locator(".run-pair .run-col").nth(0).locator(".run.done")
+    assert len(values(page, first, "weight_grad")) == 4
+    assert values(page, second, "weight_grad") == ["1.5", "1.5"]
+    changes = second.locator(".compare tbody tr").all_inner_texts()
+    assert any(row.startswith("world size") and "4" in row and "2" in row for row in changes)
+    assert any(row.startswith("weight_grad on rank 0") and "2.5" in row and "1.5" in row for row in changes)
+    shot(page, "verify-knobs")
+
+
+def test_hang_question_highlights_the_blocked_rank_and_says_why(page: Any) -> None:
+    page.goto("/questions/uneven-trace-without-join")
+    answer_with_keyboard(page, "Rank 0 waits in the all-reduce")
+    page.locator(".verify-button").click()
+    run = page.locator(".run.done")
+    run.wait_for()
+    assert run.get_attribute("data-outcome") == "timeout"
+    diagnosis = run.locator(".diagnosis").inner_text()
+    assert "rank 0" in diagnosis.lower() and "all_reduce" in diagnosis
+    blocked = run.locator("svg.timeline g.lane[data-lane='0'] g.span.blocked")
+    assert blocked.count() == 1
+    assert run.locator("svg.timeline g.lane[data-lane='1'] g.span.blocked").count() == 0
+    assert "blocked" in blocked.locator("title").text_content()
+    shot(page, "verify-hang")
+
+
+def test_result_panel_fits_a_phone_screen(browser: Any, verify_server: str) -> None:
+    context = browser.new_context(base_url=verify_server, viewport={"width": 390, "height": 844})
+    context.set_default_timeout(RUN_TIMEOUT_MS)
+    page = context.new_page()
+    try:
+        page.goto("/questions/averaged-gradient-two-ranks")
+        page.locator(".verify-button").click()
+        page.locator(".run.done").wait_for()
+        overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+        assert overflow <= 0
+        shot(page, "verify-phone")
+    finally:
+        context.close()
