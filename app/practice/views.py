@@ -8,7 +8,7 @@ from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import RedirectResponse, Response
 from sqlalchemy.orm import Session
 
-from app.deps import CurrentLearner, SessionDep, is_htmx
+from app.deps import CSRF, CurrentLearner, SessionDep, is_htmx
 from app.practice import service
 from app.practice.grading import InvalidAnswer
 from app.practice.models import Quiz, QuizItem
@@ -36,7 +36,9 @@ def _int_or_none(value: Any, name: str, lo: int, hi: int) -> int | None:
 
 
 @router.post("/quizzes")
-async def start_quiz(request: Request, db_session: SessionDep, learner_id: CurrentLearner) -> Response:
+async def start_quiz(
+    request: Request, db_session: SessionDep, learner_id: CurrentLearner, _: CSRF
+) -> Response:
     form = await request.form()
     topics = [t for t in form.getlist("topics") if isinstance(t, str) and t]
     known = {s.topic.slug for s in topic_summaries(db_session=db_session)}
@@ -114,7 +116,7 @@ def quiz_item(
 @router.post("/quizzes/{quiz_id}/{position}/answer")
 async def quiz_answer(
     request: Request, quiz_id: str, position: int, db_session: SessionDep,
-    learner_id: CurrentLearner,
+    learner_id: CurrentLearner, _: CSRF,
 ) -> Response:
     quiz = _quiz_or_404(db_session, quiz_id, learner_id)
     item, total = _item_or_404(db_session, quiz, position)

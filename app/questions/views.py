@@ -9,7 +9,7 @@ from typing import Any
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import Response
 
-from app.deps import CurrentLearner, SessionDep, is_htmx
+from app.deps import CSRF, CurrentLearner, SessionDep, is_htmx
 from app.practice.grading import MULTI_RULE, InvalidAnswer, correct_answer, tolerance_text
 from app.practice.service import AlreadyAnswered, answer_question
 from app.questions import service
@@ -105,7 +105,7 @@ def question_page(request: Request, slug: str, db_session: SessionDep) -> Respon
 
 @router.post("/questions/{slug}/answer")
 async def answer_page(
-    request: Request, slug: str, db_session: SessionDep, learner_id: CurrentLearner
+    request: Request, slug: str, db_session: SessionDep, learner_id: CurrentLearner, _: CSRF
 ) -> Response:
     question = _published_or_404(db_session, slug)
     assert question.current_revision is not None

@@ -207,3 +207,20 @@ def test_unknown_quizzes_and_positions_are_404_pages(client: TestClient) -> None
         assert response.status_code == 404, path
         assert text(parse(response).h1) == "Not found", path
     assert "has no question" in text(parse(client.get(f"{quiz}/2")).select_one("p.error"))
+
+
+def test_learner_forms_without_their_csrf_token_are_refused_and_change_nothing(
+    client: TestClient, session_factory: sessionmaker[Session]
+) -> None:
+    url = start_quiz(client, count="1")
+    stranger = TestClient(client.app)
+    _action, theirs = form_fields(parse(stranger.get("/")), "form.quiz-form")
+    posts = [("/quizzes", {"count": "1"}),
+             (f"{url}/answer", {"answer": "a"}),
+             ("/questions/fixture-single/answer", {"answer": "b"})]
+    for path, data in posts:
+        for token in ({}, {"csrf_token": "forged"}, {"csrf_token": theirs["csrf_token"]}):
+            response = client.post(path, data={**data, **token}, follow_redirects=False)
+            assert response.status_code == 403, (path, token)
+    assert count(session_factory, Quiz) == 1
+    assert count(session_factory, Attempt) == 0
