@@ -168,3 +168,21 @@ def test_re_adding_a_retired_file_restores_the_same_question(
     after = _question(session_factory, "fixture-numeric")
     assert (after.id, after.status, after.current_revision_id) == (
         before.id, STATUS_PUBLISHED, before.current_revision_id)
+
+
+def test_a_question_moved_to_another_topic_keeps_its_identity(
+    session_factory: sessionmaker[Session], tmp_path: Path
+) -> None:
+    bank_dir = copy_bank(tmp_path / "bank")
+    import_folder(session_factory, bank_dir)
+    before = _question(session_factory, "fixture-numeric")
+    moved = bank_dir / "traces" / "fixture-numeric.yaml"
+    (bank_dir / "basics" / "fixture-numeric.yaml").rename(moved)
+    _edit(moved, "topic: basics", "topic: traces")
+
+    report = import_folder(session_factory, bank_dir)
+
+    assert (report.updated, report.retired) == (["fixture-numeric"], [])
+    after = _question(session_factory, "fixture-numeric")
+    assert (after.id, after.topic) == (before.id, "traces")
+    assert _revisions(session_factory, "fixture-numeric") == [1, 2]
