@@ -311,6 +311,11 @@ def _run_ctx(run: Run, expect_text: str | None) -> dict[str, Any]:
             "polling": run.status in (RUN_QUEUED, RUN_RUNNING)}
 
 
+def _json_compact(value: Any) -> str:
+    """A knob value as the editor's option values carry it (the tojson_compact filter)."""
+    return json.dumps(value, separators=(",", ":"), default=str)
+
+
 def _knob_params(form: FormData, doc: Any) -> dict[str, Any]:
     """Knob values from the Run now controls (param_NAME), matched to the allowed values."""
     params: dict[str, Any] = {}
@@ -320,7 +325,7 @@ def _knob_params(form: FormData, doc: Any) -> dict[str, Any]:
         raw = form.get(f"param_{name}")
         if not isinstance(raw, str):
             continue
-        match = next((v for v in knob.values if json.dumps(v) == raw), None)
+        match = next((v for v in knob.values if _json_compact(v) == raw), None)
         if match is not None:
             params[name] = match
     return params
@@ -390,7 +395,7 @@ async def expect_this(request: Request, db_session: SessionDep, _: CSRF) -> Resp
     form_state = schemas.EditorForm(expect=expect_text)
     if error:
         form_state.error("expect", error)
-    return _page(request, "_expect_field.html", {"form": form_state, "message": message})
+    return _page(request, "_expect_field.html", {"form": form_state, "expect_message": message})
 
 
 # Verification and publishing ---------------------------------------------------------------
@@ -398,7 +403,11 @@ async def expect_this(request: Request, db_session: SessionDep, _: CSRF) -> Resp
 
 def _gate_ctx(db_session: Any, user: User, question: Question) -> dict[str, Any]:
     rev = service.publishable_revision(db_session=db_session, question=question)
-    g = service.gate(db_session=db_session, revision=rev, versions=_versions()) if rev else None
+    g = None
+    if rev is not None:
+        # Without a snippet there is nothing to key runs by: skip importing the engine.
+        versions = _versions() if rev.snippet_text is not None else ("", "")
+        g = service.gate(db_session=db_session, revision=rev, versions=versions)
     return {"user": user, "question": question, "revision": rev, "gate": g,
             "polling": bool(g and g.pending)}
 
@@ -582,27 +591,35 @@ def bank_page(request: Request, user: AdminUser) -> Response:
         "mb": bankfiles.MAX_UPLOAD_BYTES // (1024 * 1024), "files": bankfiles.MAX_UPLOAD_FILES}})
 
 
+async def _read_upload(form: FormData) -> tuple[dict[str, bytes], list[str], str]:
+    """(bank files, skipped names, a name for the upload) from a zip or a folder upload."""
+    archive = form.get("archive")
+    uploads = [f for f in form.getlist("files") if isinstance(f, UploadFile) and f.filename]
+    if isinstance(archive, UploadFile) and archive.filename:
+        data = await archive.read(bankfiles.MAX_UPLOAD_BYTES + 1)
+        if len(data) > bankfiles.MAX_UPLOAD_BYTES:
+            raise bankfiles.UploadError("the zip is larger than the upload limit")
+        files, skipped = bankfiles.files_from_zip(data)
+        return files, skipped, archive.filename
+    if uploads:
+        items, total = [], 0
+        for f in uploads:
+            content = await f.read(bankfiles.MAX_UPLOAD_BYTES - total + 1)
+            total += len(content)
+            if total > bankfiles.MAX_UPLOAD_BYTES:
+                raise bankfiles.UploadError("the folder is larger than the upload limit")
+            items.append((f.filename or "", content))
+        files, skipped = bankfiles.files_from_folder(items)
+        return files, skipped, f"{len(uploads)} files"
+    raise bankfiles.UploadError("choose a zip file or a folder to upload")
+
+
 @admin.post("/bank/upload")
 async def bank_upload(request: Request, db_session: SessionDep, user: AdminUser, _: CSRF) -> Response:
-    form = await request.form(max_files=UPLOAD_FORM_MAX_FILES,
-                              max_part_size=bankfiles.MAX_UPLOAD_BYTES + 1)
-    uploads = [f for f in form.getlist("files") if isinstance(f, UploadFile) and f.filename]
-    archive = form.get("archive")
     try:
-        if isinstance(archive, UploadFile) and archive.filename:
-            data = await archive.read(bankfiles.MAX_UPLOAD_BYTES + 1)
-            if len(data) > bankfiles.MAX_UPLOAD_BYTES:
-                raise bankfiles.UploadError("the zip is larger than the upload limit")
-            files, skipped = bankfiles.files_from_zip(data)
-            name = archive.filename
-        elif uploads:
-            items = []
-            for f in uploads:
-                items.append((f.filename or "", await f.read(bankfiles.MAX_UPLOAD_BYTES + 1)))
-            files, skipped = bankfiles.files_from_folder(items)
-            name = f"{len(uploads)} files"
-        else:
-            raise bankfiles.UploadError("choose a zip file or a folder to upload")
+        # `async with` closes the uploaded files' temporary spools when done.
+        async with request.form(max_files=UPLOAD_FORM_MAX_FILES) as form:
+            files, skipped, name = await _read_upload(form)
     except bankfiles.UploadError as exc:
         service.audit(db_session=db_session, user=user, action="bank.upload_rejected",
                       detail={"reason": str(exc)})
