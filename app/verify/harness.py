@@ -163,12 +163,12 @@ def _environment(rank: int, world_size: int, port: int, workdir: str) -> dict[st
     }
 
 
-def rank_main(spec: dict[str, Any], rank: int, fds: tuple[int, int, int], listen_fd: int,
-              port: int, workdir: str, leader_pid: int) -> NoReturn:
+def rank_main(spec: dict[str, Any], rank: int, fds: tuple[int, int, int], port: int,
+              workdir: str, leader_pid: int) -> NoReturn:
     """Entry point of a rank process; never returns."""
     status = EXIT_HARNESS_FAILED
     try:
-        status = _rank(spec, rank, fds, listen_fd, port, workdir, leader_pid)
+        status = _rank(spec, rank, fds, port, workdir, leader_pid)
     except BaseException:
         try:
             traceback.print_exc()
@@ -178,8 +178,8 @@ def rank_main(spec: dict[str, Any], rank: int, fds: tuple[int, int, int], listen
     os._exit(status)
 
 
-def _rank(spec: dict[str, Any], rank: int, fds: tuple[int, int, int], listen_fd: int,
-          port: int, workdir: str, leader_pid: int) -> int:
+def _rank(spec: dict[str, Any], rank: int, fds: tuple[int, int, int], port: int,
+          workdir: str, leader_pid: int) -> int:
     _linux.die_with_parent()
     if os.getppid() != leader_pid:  # the leader died before we could ask
         return EXIT_HARNESS_FAILED
@@ -188,7 +188,7 @@ def _rank(spec: dict[str, Any], rank: int, fds: tuple[int, int, int], listen_fd:
     os.dup2(devnull, 0)
     os.dup2(out_fd, 1)
     os.dup2(err_fd, 2)
-    keep = {0, 1, 2, events_fd} | ({listen_fd} if rank == 0 else set())
+    keep = {0, 1, 2, events_fd}
     for name in os.listdir("/proc/self/fd"):
         fd = int(name)
         if fd not in keep:
@@ -224,11 +224,8 @@ def _rank(spec: dict[str, Any], rank: int, fds: tuple[int, int, int], listen_fd:
     # The run's timeout is a little longer than the group's, so gloo raises first.
     pg_timeout = datetime.timedelta(seconds=float(limits["pg_timeout_s"]))
     try:
-        if rank == 0:
-            store = dist.TCPStore("127.0.0.1", port, world_size, True, pg_timeout,
-                                  wait_for_workers=False, master_listen_fd=listen_fd)
-        else:
-            store = dist.TCPStore("127.0.0.1", port, world_size, False, pg_timeout)
+        # The leader hosts the store (as torchrun's agent does), so it outlives any rank.
+        store = dist.TCPStore("127.0.0.1", port, world_size, False, pg_timeout)
         dist.init_process_group("gloo", store=store, rank=rank, world_size=world_size,
                                 timeout=pg_timeout)
     except BaseException as exc:

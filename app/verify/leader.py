@@ -10,6 +10,7 @@ them, then kills every descendant left over and removes the run's folder.
 from __future__ import annotations
 
 import contextlib
+import datetime
 import json
 import os
 import select
@@ -22,6 +23,8 @@ import time
 import traceback
 from typing import Any, NoReturn
 
+import torch.distributed as dist
+
 from app.verify import _linux, harness
 
 # How long the ranks get to write their Python stacks before SIGKILL.
@@ -30,6 +33,7 @@ MAX_STACK_CHARS = 8000
 # Leftover processes are killed and reaped until none remain, for at most this long.
 SWEEP_S = 3.0
 SPEC_WAIT_S = 30.0
+_STORES: list[object] = []
 
 
 class _Channel:
@@ -116,30 +120,46 @@ def _run(spec: dict[str, Any], world_size: int, rank_fds: list[int], workdir: st
     listener = socket.create_server(("127.0.0.1", 0), backlog=64)
     port = listener.getsockname()[1]
     pids: dict[int, int] = {}
-    fork_error = None
+    error = None
     for rank in range(world_size):
         try:
             pid = os.fork()
         except OSError as exc:
-            fork_error = f"could not fork rank {rank}: {exc}"
+            error = f"could not fork rank {rank}: {exc}"
             break
         if pid == 0:
+            listener.close()
             harness.rank_main(spec, rank, (rank_fds[3 * rank], rank_fds[3 * rank + 1],
-                                           rank_fds[3 * rank + 2]),
-                              listener.fileno(), port, workdir, me)
+                                           rank_fds[3 * rank + 2]), port, workdir, me)
         pids[pid] = rank
-    listener.close()
     for fd in rank_fds:
         os.close(fd)
-    if fork_error:
-        channel.send(type="error", message=fork_error)
+    if error is None:
+        # The leader hosts the store, like torchrun's agent: it outlives every rank, so
+        # a rank that exits early does not take the rendezvous (new_group) with it.
+        # Created only now: its server thread must not exist when the ranks fork.
+        try:
+            _host_store(listener, world_size, float(spec["limits"]["pg_timeout_s"]))
+        except Exception as exc:
+            error = f"could not start the rendezvous store: {exc}"
+    if error is not None:
+        channel.send(type="error", message=error)
         for pid in pids:
-            os.kill(pid, signal.SIGKILL)
+            _signal(pid, signal.SIGKILL)
     else:
         channel.send(type="started", leader=me, port=port,
                      pids=[pid for pid, _ in sorted(pids.items(), key=lambda kv: kv[1])])
     _supervise(pids, workdir, channel)
     return _sweep(me)
+
+
+def _host_store(listener: socket.socket, world_size: int, timeout_s: float) -> None:
+    port = listener.getsockname()[1]
+    fd = listener.detach()  # the store owns the listening socket from here on
+    # Kept alive until the leader's os._exit: destroying it would join its thread.
+    _STORES.append(dist.TCPStore("127.0.0.1", port, world_size, True,
+                                 datetime.timedelta(seconds=timeout_s),
+                                 wait_for_workers=False, master_listen_fd=fd))
 
 
 def _supervise(pids: dict[int, int], workdir: str, channel: _Channel) -> None:

@@ -77,19 +77,44 @@ class GlooSockets:
 
     Reads the kernel's per-socket counter (TCP_INFO) on the live file descriptors
     without duplicating them: holding a duplicate would keep a socket open after
-    gloo closes it and hide a peer's disappearance.
+    gloo closes it and hide a peer's disappearance. The descriptor table is
+    rescanned at most every RESCAN_S (gloo opens sockets only when a group forms),
+    so a tight loop of collectives pays tens of microseconds per reading.
     """
+
+    RESCAN_S = 0.05
 
     def __init__(self, store_port: int) -> None:
         self._store_port = store_port
-        self._is_gloo: dict[tuple[int, int], bool] = {}
+        self._gloo: dict[int, int] = {}  # fd -> inode
+        self._scanned_at = -1.0
+        self._lock = threading.Lock()
 
     def total(self) -> int:
-        total = 0
+        with self._lock:
+            if time.monotonic() - self._scanned_at > self.RESCAN_S:
+                self._rescan()
+            total = 0
+            for fd, ino in list(self._gloo.items()):
+                sent = self._bytes_sent(fd, ino)
+                if sent is None:
+                    del self._gloo[fd]
+                    self._scanned_at = -1.0
+                else:
+                    total += sent
+            return total
+
+    def invalidate(self) -> None:
+        with self._lock:
+            self._scanned_at = -1.0
+
+    def _rescan(self) -> None:
+        self._scanned_at = time.monotonic()
         try:
             names = os.listdir("/proc/self/fd")
         except OSError:
-            return 0
+            return
+        found: dict[int, int] = {}
         for name in names:
             fd = int(name)
             try:
@@ -98,33 +123,43 @@ class GlooSockets:
                 continue
             if not stat.S_ISSOCK(st.st_mode):
                 continue
-            try:
-                sock = socket.socket(fileno=fd)
-            except OSError:
-                continue
-            try:
-                key = (fd, st.st_ino)
-                gloo = self._is_gloo.get(key)
-                if gloo is None:
-                    gloo = self._is_gloo[key] = self._classify(sock)
-                if gloo:
-                    info = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, _TCP_INFO_LEN)
-                    if len(info) >= _TCPI_BYTES_SENT + 8:
-                        total += struct.unpack_from("Q", info, _TCPI_BYTES_SENT)[0]
-            except OSError:
-                pass
-            finally:
-                sock.detach()
-        return total
+            if self._gloo.get(fd) == st.st_ino or self._is_gloo(fd):
+                found[fd] = st.st_ino
+        self._gloo = found
 
-    def _classify(self, sock: socket.socket) -> bool:
-        if sock.family not in (socket.AF_INET, socket.AF_INET6) or sock.type != socket.SOCK_STREAM:
+    def _is_gloo(self, fd: int) -> bool:
+        try:
+            sock = socket.socket(fileno=fd)
+        except OSError:
             return False
         try:
+            if sock.family not in (socket.AF_INET, socket.AF_INET6) or sock.type != socket.SOCK_STREAM:
+                return False
             local, peer = sock.getsockname()[1], sock.getpeername()[1]
         except OSError:  # listening or not connected
             return False
+        finally:
+            sock.detach()
         return self._store_port not in (local, peer)
+
+    @staticmethod
+    def _bytes_sent(fd: int, ino: int) -> int | None:
+        """The socket's tcpi_bytes_sent, or None if `fd` no longer is that socket."""
+        try:
+            if os.fstat(fd).st_ino != ino:
+                return None
+            sock = socket.socket(fileno=fd)
+        except OSError:
+            return None
+        try:
+            info = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, _TCP_INFO_LEN)
+        except OSError:
+            return None
+        finally:
+            sock.detach()
+        if len(info) < _TCPI_BYTES_SENT + 8:
+            return 0
+        return int(struct.unpack_from("Q", info, _TCPI_BYTES_SENT)[0])
 
 
 def _payload(obj: Any) -> tuple[list[int] | None, str | None, int | None, int | None]:
@@ -223,6 +258,8 @@ class Probes:
                 raise
             finally:
                 probes._tls.inside = False
+                if name == "new_group":  # a new group opens new gloo sockets
+                    probes.sockets.invalidate()
             if is_async and result is not None:
                 probes._finish_async(name, seq, sent0, result)
             else:

@@ -174,3 +174,20 @@ def test_backward_through_the_bare_module_is_not_counted_as_ddp(run: Run) -> Non
     assert result.outcome == "ok", result.diagnosis
     assert [e["iteration"] for e in events(result, 0, "grad_ready")] == [1]
     assert [e["iteration"] for e in events(result, 0, "ddp_backward_end")] == [1]
+
+
+def test_subgroup_collectives_record_the_subgroup_size(run: Run) -> None:
+    result = run("""
+    import torch, torch.distributed as dist
+    pairs = [dist.new_group([0, 1]), dist.new_group([2, 3])]
+    t = torch.full((1024,), float(rank))
+    dist.all_reduce(t, group=pairs[rank // 2])
+    report("t0", t[0])
+    """, world_size=4)
+    assert result.outcome == "ok", result.diagnosis
+    assert [r.values["t0"] for r in result.ranks] == [1.0, 1.0, 5.0, 5.0]
+    for rank in range(4):
+        reduce = [e for e in events(result, rank, "collective_start") if e["op"] == "all_reduce"]
+        assert [e["group_size"] for e in reduce] == [2]
+        end = [e for e in events(result, rank, "collective_end") if e["seq"] == reduce[0]["seq"]]
+        assert end[0]["bytes_sent"] >= 4096
