@@ -38,9 +38,10 @@ def _dump(value: Any) -> str:
     return yaml.safe_dump(value, sort_keys=False, allow_unicode=True, width=100)
 
 
-def _text(value: Any) -> str:
-    """A textarea's value with the browser's CRLF line ends made LF."""
-    return str(value or "").replace("\r\n", "\n").replace("\r", "\n")
+def textarea_value(value: Any) -> str:
+    """A textarea's value with the browser's CRLF line ends made LF ("" for a file or nothing)."""
+    text = value if isinstance(value, str) else ""
+    return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
 def _loc_name(loc: tuple[Any, ...]) -> str:
@@ -122,9 +123,9 @@ class EditorForm:
     def from_form(cls, form: FormData) -> EditorForm:
         def get(name: str, default: str = "") -> str:
             value = form.get(name)
-            return _text(value) if isinstance(value, str) else default
+            return textarea_value(value) if isinstance(value, str) else default
 
-        texts = [_text(v) for v in form.getlist("choice_text") if isinstance(v, str)]
+        texts = [textarea_value(v) for v in form.getlist("choice_text") if isinstance(v, str)]
         correct = {v for v in form.getlist("choice_correct") if isinstance(v, str)}
         choices = [ChoiceRow(t, str(i) in correct) for i, t in enumerate(texts)]
         return cls(

@@ -274,7 +274,7 @@ async def preview_markdown(request: Request, _: CSRF, field: str = "prompt") -> 
 @author.post("/preview/snippet")
 async def preview_snippet(request: Request, _: CSRF) -> Response:
     form = await request.form()
-    code = schemas._text(form.get("snippet") if isinstance(form.get("snippet"), str) else "")
+    code = schemas.textarea_value(form.get("snippet"))
     error = None
     if code.strip():
         try:
@@ -346,10 +346,10 @@ async def run_now(request: Request, db_session: SessionDep, user: AuthorUser, _:
     torch_v, harness_v = _versions()
     req = verify_service.request_for(doc, _knob_params(raw, doc), torch_version=torch_v,
                                      harness_version=harness_v, requested_by=f"author:{user.id}")
-    run, _cached = verify_service.request_run(db_session=db_session, req=req,
+    run, cached = verify_service.request_run(db_session=db_session, req=req,
                                               fresh=raw.get("fresh") == "1")
     service.audit(db_session=db_session, user=user, action="run.request", target=form.slug,
-                  detail={"run": run.id, "params": req.params, "cached": _cached})
+                  detail={"run": run.id, "params": req.params, "cached": cached})
     db_session.flush()
     _notify_workers(request)
     return _page(request, "_run_result.html", _run_ctx(run, form.expect))
@@ -373,7 +373,7 @@ async def expect_this(request: Request, db_session: SessionDep, _: CSRF) -> Resp
     area is returned with the new expectation, to be saved with the draft.
     """
     form = await request.form()
-    expect_text = schemas._text(form.get("expect") if isinstance(form.get("expect"), str) else "")
+    expect_text = schemas.textarea_value(form.get("expect"))
     error = None
     try:
         run_id, rank = int(str(form.get("run_id"))), int(str(form.get("rank")))
