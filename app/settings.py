@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import os
 import secrets
+import time
 from functools import lru_cache
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import Field, PrivateAttr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 DEFAULT_DATA_DIR = Path("data")
+# A generated key is 64 characters; anything much shorter in the file is damage.
+MIN_SECRET_CHARS = 32
 
 
 class Settings(BaseSettings):
@@ -41,6 +45,8 @@ class Settings(BaseSettings):
 
     login_attempts_per_minute: int = 10
 
+    _generated_key: str | None = PrivateAttr(default=None)
+
     @property
     def resolved_database_url(self) -> str:
         """The database URL: the configured one, or an SQLite file in the data dir."""
@@ -53,17 +59,35 @@ class Settings(BaseSettings):
         return not self.database_url
 
     def resolved_secret_key(self) -> str:
-        """The signing key: configured, or generated once and kept in the data dir."""
+        """The signing key: configured, or generated once and kept in the data dir.
+
+        Two processes starting at once on a new data dir must agree on one key, so
+        the file is created exclusively; the loser reads the winner's key.
+        """
         if self.secret_key:
             return self.secret_key
+        if self._generated_key:
+            return self._generated_key
         path = self.data_dir / "secret_key"
-        if path.exists():
-            return path.read_text().strip()
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        key = secrets.token_urlsafe(48)
-        path.touch(mode=0o600)
-        path.write_text(key)
-        return key
+        for _ in range(50):
+            try:
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            except FileExistsError:
+                key = path.read_text().strip()
+                if len(key) >= MIN_SECRET_CHARS:
+                    self._generated_key = key
+                    return key
+                if time.time() - path.stat().st_mtime > 5:
+                    path.unlink(missing_ok=True)  # an empty or truncated key: make a new one
+                time.sleep(0.05)  # or its writer is still writing it
+                continue
+            key = secrets.token_urlsafe(48)
+            with os.fdopen(fd, "w") as f:
+                f.write(key)
+            self._generated_key = key
+            return key
+        raise RuntimeError(f"could not read or create the secret key at {path}")
 
 
 @lru_cache

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import stat
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -89,3 +91,30 @@ def test_an_impossible_verify_timeout_is_refused(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setenv("DDPDRILL_VERIFY_TIMEOUT_S", value)
     with pytest.raises(ValidationError):
         Settings()
+
+
+def test_an_empty_secret_key_file_is_replaced_by_a_real_key(tmp_path: Path) -> None:
+
+    (tmp_path / "secret_key").write_text("")
+    old = time.time() - 60
+    os.utime(tmp_path / "secret_key", (old, old))
+    key = Settings(data_dir=tmp_path).resolved_secret_key()
+    assert len(key) >= 32
+    assert (tmp_path / "secret_key").read_text() == key
+
+
+def test_processes_starting_together_agree_on_one_key(tmp_path: Path) -> None:
+
+    keys: list[str] = []
+    barrier = threading.Barrier(8)
+
+    def start() -> None:
+        barrier.wait()
+        keys.append(Settings(data_dir=tmp_path).resolved_secret_key())
+
+    threads = [threading.Thread(target=start) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(set(keys)) == 1 and len(keys) == 8
