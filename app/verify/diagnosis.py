@@ -23,6 +23,7 @@ _MEMORY = re.compile(r"can't allocate memory|cannot allocate memory|bad_alloc|ou
 # Causes that start a failure, as opposed to those that follow from a peer's.
 _ROOTS = ("user", "exhausted", "memory", "cpu", "signal", "exit_status")
 _FOLLOWERS = ("peer_gone", "gloo_timeout", "early_termination")
+_LIMIT_CAUSES: dict[str, LimitName] = {"memory": "memory", "cpu": "cpu"}
 
 
 @dataclass(frozen=True)
@@ -247,7 +248,7 @@ def _ddp_progress(s: _Story) -> str:
     return f" after {n} DDP iteration{'s' if n != 1 else ''}" if n else " before finishing a DDP iteration"
 
 
-def _doing(s: _Story, facts: RunFacts) -> str:
+def _doing(s: _Story) -> str:
     """What a rank was doing when the run ended, as a clause after 'Rank N'."""
     if s.finished:
         return f"had finished the snippet{_ddp_progress(s)} at {_t(s.end_ms)} and exited"
@@ -296,7 +297,7 @@ def _root_sentence(s: _Story, facts: RunFacts) -> str:
             f"at {_t(s.error_ms)}.")
 
 
-def _follower_sentence(s: _Story, others: list[_Story], facts: RunFacts) -> str:
+def _follower_sentence(s: _Story, others: list[_Story]) -> str:
     err = s.error
     assert err is not None
     op = s.failed_op
@@ -370,8 +371,8 @@ def diagnose(ranks: list[RankResult], facts: RunFacts, code: str | None = None) 
                          "(output limit).")
     if primary is not None:
         sentences.append(_root_sentence(primary, facts))
-        if limit is None and primary.cause in ("memory", "cpu"):
-            limit = primary.cause  # type: ignore[assignment]
+        if limit is None:
+            limit = _LIMIT_CAUSES.get(primary.cause)
 
     if all(s.finished for s in stories) and facts.stop_reason is None:
         sentences.append(_ok_summary(stories))
@@ -380,11 +381,11 @@ def diagnose(ranks: list[RankResult], facts: RunFacts, code: str | None = None) 
         for s in rest:
             if s.cause in _FOLLOWERS:
                 others = [o for o in stories if o is not s]
-                sentences.append(_follower_sentence(s, others, facts))
+                sentences.append(_follower_sentence(s, others))
             elif s.cause in _ROOTS:
-                sentences.append(f"Rank {s.rank} also {_doing(s, facts)}.")
+                sentences.append(f"Rank {s.rank} also {_doing(s)}.")
             else:
-                sentences.append(f"Rank {s.rank} {_doing(s, facts)}.")
+                sentences.append(f"Rank {s.rank} {_doing(s)}.")
         stuck = [s for s in stories if blocked.get(s.rank) is not None]
         if stuck and primary is None:
             hint = _mismatch_hint(stories, stuck)

@@ -36,6 +36,7 @@ from app.verify.probes import SNIPPET_FILE, Probes
 MAX_EVENT_BYTES = 8 * 2**20
 # One reported value, as JSON.
 MAX_VALUE_BYTES = 2**20
+MAX_VALUE_ELEMENTS = 100_000
 MAX_TRACEBACK_CHARS = 16_000
 STACK_FILE = ".stack-{rank}"
 _OWN_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
@@ -77,6 +78,9 @@ def jsonable(value: Any, _depth: int = 0) -> Any:
     if _depth > 32:
         raise ValueError("report(): value is nested too deeply")
     if isinstance(value, torch.Tensor):
+        if value.numel() > MAX_VALUE_ELEMENTS:
+            raise ValueError(f"report(): a tensor of {value.numel()} elements is too large "
+                             f"(the cap is {MAX_VALUE_ELEMENTS})")
         value = value.detach().cpu()
         if value.is_sparse or value.layout != torch.strided:
             value = value.to_dense()

@@ -137,9 +137,8 @@ def run(pool: Pool, *, code: str, world_size: int, params: dict[str, Any], limit
         watch.close()
     wall_ms = (time.monotonic_ns() - t0) / 1e6
     return _assemble(watch, ranks, t0=t0, wall_ms=wall_ms, code=code, world_size=world_size,
-                     params=params,
-                     limits=limits, torch_version=torch_version, harness_version=harness_version,
-                     pool=pool)
+                     params=params, limits=limits, torch_version=torch_version,
+                     harness_version=harness_version, pool=pool)
 
 
 class _Watch:
@@ -170,14 +169,14 @@ class _Watch:
         drain_until: float | None = None
         while True:
             now = time.monotonic()
+            if self.error is not None:
+                raise EngineFailure(f"the run could not start: {self.error}")
             if self.done is not None:
                 if not self.readers:
                     return
                 drain_until = drain_until or now + DRAIN_S
                 if now >= drain_until:
                     return
-            if self.error is not None:
-                raise EngineFailure(f"the run could not start: {self.error}")
             if self.leader is None and now >= start_by:
                 raise EngineFailure("the forkserver did not start the run's ranks in time")
             if self.stop_reason is None and now >= deadline:
@@ -185,12 +184,13 @@ class _Watch:
             if self.stop_t is not None and self.done is None and now >= self.stop_t / 1e9 + STOP_GRACE_S:
                 self.abort()
                 raise EngineFailure("the run's leader did not stop its ranks; killed its session")
-            wakeups = [start_by if self.leader is None else None,
-                       deadline if self.stop_reason is None else None,
-                       self.stop_t / 1e9 + STOP_GRACE_S if self.stop_t and not self.done else None,
-                       drain_until]
-            timeout = max(0.0, min(w for w in wakeups if w is not None) - now) if any(
-                w is not None for w in wakeups) else None
+            wakeups = [w for w in (
+                start_by if self.leader is None else None,
+                deadline if self.stop_reason is None else None,
+                self.stop_t / 1e9 + STOP_GRACE_S if self.stop_t and not self.done else None,
+                drain_until,
+            ) if w is not None]
+            timeout = max(0.0, min(wakeups) - now) if wakeups else None
             for key, _ in self.sel.select(timeout):
                 kind, rank = key.data
                 if kind == "ctrl":
