@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 from app.db import utcnow
 from app.practice.grading import Grade, grade
 from app.practice.models import Attempt, Learner, Quiz, QuizItem
-from app.questions.models import Question, QuestionRevision
+from app.questions.models import Question, QuestionRevision, Topic
 from app.questions.schema import QuestionDoc
 from app.questions.service import list_published, revision_doc
 
@@ -210,6 +210,7 @@ class TopicScore:
     answered: int
     total: int
     score: float
+    title: str = ""
 
 
 @dataclass
@@ -234,6 +235,10 @@ def quiz_summary(*, db_session: Session, quiz: Quiz) -> QuizSummary:
             ts.score += v.attempt.score
     if quiz.finished_at is None and views and all(v.attempt for v in views):
         quiz.finished_at = max(v.attempt.created_at for v in views if v.attempt)
+    titles = {slug: title for slug, title in
+              db_session.execute(select(Topic.slug, Topic.title).where(Topic.slug.in_(per)))}
+    for ts in per.values():
+        ts.title = titles.get(ts.topic, ts.topic)
     end = quiz.finished_at or utcnow()
     return QuizSummary(
         quiz=quiz, items=views, score=sum(t.score for t in per.values()), total=len(views),

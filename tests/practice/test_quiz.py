@@ -156,7 +156,7 @@ def test_whole_quiz_ends_in_a_summary_with_score_topics_time_and_links(
         cells[0].get_text(strip=True): (cells[1].get_text(strip=True), cells[2].get_text(strip=True))
         for cells in (r.select("td") for r in summary.select("table.summary-topics tbody tr"))
     }
-    assert by_topic == {"basics": ("1.5 / 3", "3"), "traces": ("2 / 2", "2")}
+    assert by_topic == {"Basics": ("1.5 / 3", "3"), "Traces": ("2 / 2", "2")}  # topic titles
     items = summary.select("ol.summary-questions li")
     assert [li.select_one("a")["href"] for li in items] == [f"/questions/{s}" for s in seen]
     badges = {li.select_one("a")["href"]: li.select_one(".badge").get_text(strip=True) for li in items}
