@@ -38,6 +38,8 @@ MAX_EVENT_BYTES = 8 * 2**20
 MAX_VALUE_BYTES = 2**20
 MAX_VALUE_ELEMENTS = 100_000
 MAX_TRACEBACK_CHARS = 16_000
+# At the end, how long to wait for completion callbacks still sending events.
+SETTLE_S = 1.0
 STACK_FILE = ".stack-{rank}"
 _OWN_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 # Exit status of a rank whose harness itself failed (not the snippet).
@@ -272,18 +274,22 @@ def _rank(spec: dict[str, Any], rank: int, fds: tuple[int, int, int], port: int,
             print(exc.code, file=sys.stderr)
             status = 1
         if status:
+            probes.settle(SETTLE_S)
             emit("exception", **_exception_info(exc), exit_code=status)
         else:
             probes.wait_pending()
+            probes.settle(SETTLE_S)
             emit("snippet_end", sent_total=probes.sockets.total())
     except BaseException as exc:
         info = _exception_info(exc)
         with contextlib.suppress(BaseException):
             sys.stderr.write(info["traceback"])
+        probes.settle(SETTLE_S)
         emit("exception", **info, sent_total=probes.sockets.total())
         status = 1
     else:
         probes.wait_pending()
+        probes.settle(SETTLE_S)
         emit("snippet_end", sent_total=probes.sockets.total())
     for out in (sys.stdout, sys.stderr):
         with contextlib.suppress(BaseException):

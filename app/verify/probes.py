@@ -215,6 +215,8 @@ class Probes:
         self._pending: dict[int, Any] = {}
         self._ddps: list[_DdpState] = []
         self._bucket_error: BaseException | None = None
+        self._inflight = 0
+        self._inflight_cv = threading.Condition()
 
     def next_seq(self) -> int:
         with self._seq_lock:
@@ -359,13 +361,37 @@ class Probes:
                 self._end(op, seq, sent0, error=error)
 
         for fut in futures:
-            fut.add_done_callback(done)
+            self._on_completion(fut, done)
+
+    def _on_completion(self, fut: Any, callback: Callable[[Any], None]) -> None:
+        """Run `callback` when `fut` completes, counted so that settle() can wait for it.
+
+        A future wakes its waiters before it runs its callbacks: without the
+        count, a rank could exit before the callback has sent its event.
+        """
+        with self._inflight_cv:
+            self._inflight += 1
+
+        def counted(f: Any) -> None:
+            try:
+                callback(f)
+            finally:
+                with self._inflight_cv:
+                    self._inflight -= 1
+                    self._inflight_cv.notify_all()
+
+        fut.add_done_callback(counted)
 
     def wait_pending(self) -> None:
         """Let async collectives still in flight finish, as destroying the process group would."""
         for work in list(self._pending.values()):
             with contextlib.suppress(Exception):
                 work.wait()
+
+    def settle(self, timeout_s: float) -> None:
+        """Wait (a little) for completion callbacks still sending their events."""
+        with self._inflight_cv:
+            self._inflight_cv.wait_for(lambda: self._inflight == 0, timeout_s)
 
     # --------------------------------------------------------------------- DDP
     def _state(self, ddp: Any) -> _DdpState | None:
@@ -561,7 +587,7 @@ class Probes:
                 else:
                     fut = hook(st.inner_state, bucket)
                     if hasattr(fut, "add_done_callback"):
-                        fut.add_done_callback(done)
+                        probes._on_completion(fut, done)
             except BaseException as exc:
                 probes._bucket_end(seq, st, sent0, error=_error_text(exc))
                 raise
@@ -611,7 +637,7 @@ class Probes:
                 probes._bucket_error = exc
                 raise
 
-        reduced.add_done_callback(on_done)
+        self._on_completion(reduced, on_done)
         return reduced.then(unwrap)
 
     def _divide_factor(self, ddp: DDP, st: _DdpState) -> int:

@@ -137,10 +137,12 @@ def test_ranks_in_different_collectives_both_time_out_in_gloo(run: Run) -> None:
         dist.all_reduce(torch.ones(3))
     else:
         dist.barrier()
-    """, timeout_s=2)
-    # The group's timeout (1.6 s) is shorter than the run's, so gloo raises first.
+    """, timeout_s=4)
+    # The group's timeout (3.2 s) is shorter than the run's, so gloo raises first.
     assert (result.outcome, result.limit) == ("error", None)
     assert [r.blocked_in.op if r.blocked_in else None for r in result.ranks] == [
         "all_reduce", "barrier"]
-    assert all(r.error is not None and "Timed out" in r.error.message for r in result.ranks)
+    # Whichever times out first exits; the other may see that before its own timeout.
+    messages = [r.error.message if r.error else "" for r in result.ranks]
+    assert any("Timed out" in m for m in messages), messages
     assert "different collectives (all_reduce on rank 0, barrier on rank 1)" in result.diagnosis
