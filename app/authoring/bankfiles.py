@@ -20,6 +20,7 @@ from app.questions.schema import QuestionDoc, TopicDoc
 # The whole bank is a few hundred small text files; 5 MB leaves room for growth
 # and refuses anything that is clearly not a bank.
 MAX_UPLOAD_BYTES = 5 * 1024 * 1024
+# Far more than a bank has; a folder upload meets Starlette's own limit of 1000 parts first.
 MAX_UPLOAD_FILES = 1000
 # Only these are part of a bank; anything else in an upload is skipped and listed.
 BANK_SUFFIXES = {".yaml", ".py"}

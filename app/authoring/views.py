@@ -45,10 +45,6 @@ router = APIRouter(include_in_schema=False)
 author = APIRouter(prefix="/author", include_in_schema=False, dependencies=[Depends(require_author)])
 admin = APIRouter(prefix="/admin", include_in_schema=False, dependencies=[Depends(require_admin)])
 
-# Most forms are small; a bank upload is capped by bankfiles.MAX_UPLOAD_BYTES.
-UPLOAD_FORM_MAX_FILES = bankfiles.MAX_UPLOAD_FILES + 10
-
-
 def _versions() -> tuple[str, str]:
     from app.verify.views import engine_versions
 
@@ -617,8 +613,9 @@ async def _read_upload(form: FormData) -> tuple[dict[str, bytes], list[str], str
 @admin.post("/bank/upload")
 async def bank_upload(request: Request, db_session: SessionDep, user: AdminUser, _: CSRF) -> Response:
     try:
+        # The CSRF check parsed the form already (Starlette's limit of 1000 files applies);
         # `async with` closes the uploaded files' temporary spools when done.
-        async with request.form(max_files=UPLOAD_FORM_MAX_FILES) as form:
+        async with request.form() as form:
             files, skipped, name = await _read_upload(form)
     except bankfiles.UploadError as exc:
         service.audit(db_session=db_session, user=user, action="bank.upload_rejected",
