@@ -1,6 +1,7 @@
 # How many bytes does each rank put on the wire for one all_reduce?
 # The kernel counts every TCP socket's sent bytes (TCP_INFO.tcpi_bytes_sent);
-# we sum them over this process's sockets before and after the collective.
+# we sum them over this process's TCP sockets before and after the collective.
+import ctypes
 import os
 import socket
 import struct
@@ -9,36 +10,47 @@ import torch
 import torch.distributed as dist
 
 TCPI_BYTES_SENT = 200  # offset of tcpi_bytes_sent in struct tcp_info (Linux 4.19+)
+libc = ctypes.CDLL(None, use_errno=True)
 
 
-def tcp_bytes_sent():
-    total = 0
-    for fd in os.listdir("/proc/self/fd"):
+def bytes_sent(fd):
+    """The kernel's bytes-sent counter of one TCP socket, or None if fd is not one.
+
+    Calls getsockopt(2) directly rather than wrapping gloo's descriptor in a
+    Python socket object.
+    """
+    buf = ctypes.create_string_buffer(232)
+    size = ctypes.c_uint32(len(buf))
+    if libc.getsockopt(fd, socket.IPPROTO_TCP, socket.TCP_INFO, buf, ctypes.byref(size)) != 0:
+        return None
+    if size.value < TCPI_BYTES_SENT + 8:
+        return None
+    return struct.unpack_from("Q", buf.raw, TCPI_BYTES_SENT)[0]
+
+
+def tcp_sockets():
+    """This process's TCP sockets: gloo's connections to its peers, plus the store's."""
+    fds = []
+    for name in os.listdir("/proc/self/fd"):
         try:
-            if not os.readlink(f"/proc/self/fd/{fd}").startswith("socket:"):
-                continue
-            sock = socket.socket(fileno=int(fd))
-        except OSError:
-            continue
-        try:
-            if sock.type == socket.SOCK_STREAM:
-                info = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 232)
-                if len(info) >= TCPI_BYTES_SENT + 8:
-                    total += struct.unpack_from("Q", info, TCPI_BYTES_SENT)[0]
+            if os.readlink(f"/proc/self/fd/{name}").startswith("socket:"):
+                if bytes_sent(int(name)) is not None:
+                    fds.append(int(name))
         except OSError:
             pass
-        finally:
-            sock.detach()  # never close gloo's socket
-    return total
+    return fds
 
 
 size_bytes = 4 * 1024 * 1024  # a 4 MiB float32 gradient
 grad = torch.ones(size_bytes // 4)
+dist.all_reduce(torch.ones(size_bytes // 4))  # warm-up: first use of a connection adds a little
 dist.barrier()
-before = tcp_bytes_sent()
+sockets = tcp_sockets()
+before = sum(bytes_sent(fd) for fd in sockets)
 dist.all_reduce(grad)
 dist.barrier()  # every peer has received everything, so all sends have left this rank
-after = tcp_bytes_sent()
+after = sum(bytes_sent(fd) for fd in sockets)
+dist.barrier()  # nobody exits (closing its connections) until every rank has read its counters
 
 sent = after - before
 report("bytes_sent", sent)
