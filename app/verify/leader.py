@@ -33,6 +33,11 @@ MAX_STACK_CHARS = 8000
 # Leftover processes are killed and reaped until none remain, for at most this long.
 SWEEP_S = 3.0
 SPEC_WAIT_S = 30.0
+# Idle ranks a spare leader forks in advance: most runs have two.
+SPARE_RANKS = 2
+SPEC_FILE = ".spec.json"
+# Up to 8 ranks x 3 pipes, plus the control socket.
+MAX_FDS = 32
 _STORES: list[object] = []
 
 
@@ -64,13 +69,76 @@ class _Channel:
 
 
 def leader_main(fds: list[int], zygote_pid: int) -> NoReturn:
-    """Entry point of a run's leader; never returns."""
+    """Entry point of a leader forked for a run already waiting; never returns."""
     try:
-        _lead(fds, zygote_pid)
+        if _become_leader(zygote_pid):
+            _lead(fds, [])
     except BaseException:
         traceback.print_exc()
         sys.stderr.flush()
     os._exit(0)
+
+
+def spare_main(sock: socket.socket, zygote_pid: int) -> NoReturn:
+    """Entry point of a leader forked in advance; never returns.
+
+    It makes its session and forks SPARE_RANKS idle ranks now, then waits for the
+    forkserver to hand it a run: the forks are off the run's critical path.
+    """
+    try:
+        if _become_leader(zygote_pid):
+            me = os.getpid()
+            spares = [_fork_idle_rank(me) for _ in range(SPARE_RANKS)]
+            try:
+                msg, fds, _, _ = socket.recv_fds(sock, 64, MAX_FDS)
+            except OSError:
+                msg, fds = b"", []
+            sock.close()
+            if msg:
+                _lead(fds, spares)
+    except BaseException:
+        traceback.print_exc()
+        sys.stderr.flush()
+    os._exit(0)
+
+
+def _become_leader(zygote_pid: int) -> bool:
+    _linux.die_with_parent()
+    if os.getppid() != zygote_pid:
+        return False
+    os.setsid()
+    _linux.become_subreaper()
+    return True
+
+
+def _fork_idle_rank(leader: int) -> tuple[int, socket.socket]:
+    """A rank process forked before its run: it waits for its pipes, then runs the harness."""
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    pid = os.fork()
+    if pid == 0:
+        ours.close()
+        _idle_rank(theirs, leader)
+    theirs.close()
+    return pid, ours
+
+
+def _idle_rank(sock: socket.socket, leader: int) -> NoReturn:
+    status = harness.EXIT_HARNESS_FAILED
+    try:
+        _linux.die_with_parent()
+        if os.getppid() == leader:
+            msg, fds, _, _ = socket.recv_fds(sock, 4096, 3)
+            if msg and len(fds) == 3:
+                job = json.loads(msg)
+                with open(os.path.join(job["workdir"], SPEC_FILE)) as f:
+                    spec = json.load(f)
+                sock.close()
+                harness.rank_main(spec, int(job["rank"]), (fds[0], fds[1], fds[2]),
+                                  int(job["port"]), job["workdir"], leader)
+            status = 0  # no run came (world size 1, or the forkserver went away)
+    except BaseException:
+        traceback.print_exc()
+    os._exit(status)
 
 
 def _read_spec(channel: _Channel) -> dict[str, Any] | None:
@@ -87,12 +155,7 @@ def _read_spec(channel: _Channel) -> dict[str, Any] | None:
     return None
 
 
-def _lead(fds: list[int], zygote_pid: int) -> None:
-    _linux.die_with_parent()
-    if os.getppid() != zygote_pid:
-        return
-    os.setsid()
-    _linux.become_subreaper()
+def _lead(fds: list[int], spares: list[tuple[int, socket.socket]]) -> None:
     channel = _Channel(socket.socket(fileno=fds[0]))
     spec = _read_spec(channel)
     if spec is None:
@@ -104,7 +167,7 @@ def _lead(fds: list[int], zygote_pid: int) -> None:
         return
     workdir = tempfile.mkdtemp(prefix="ddpdrill-run-")
     try:
-        leftovers = _run(spec, world_size, rank_fds, workdir, channel)
+        leftovers = _run(spec, world_size, rank_fds, workdir, channel, spares)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     # Only now: when the runner hears "done", nothing of the run remains.
@@ -112,32 +175,51 @@ def _lead(fds: list[int], zygote_pid: int) -> None:
 
 
 def _run(spec: dict[str, Any], world_size: int, rank_fds: list[int], workdir: str,
-         channel: _Channel) -> int:
-    """Fork the ranks, supervise them, sweep; return how many leftover processes were killed."""
+         channel: _Channel, spares: list[tuple[int, socket.socket]]) -> int:
+    """Start the ranks, supervise them, sweep; return how many leftover processes were killed."""
     me = os.getpid()
-    # The rendezvous store listens on a socket bound before the ranks exist, so
+    # The rendezvous store listens on a socket bound before the ranks run, so
     # there is no window in which another process could take its port.
     listener = socket.create_server(("127.0.0.1", 0), backlog=64)
     port = listener.getsockname()[1]
+    if spares:
+        with open(os.path.join(workdir, SPEC_FILE), "w") as f:
+            json.dump(spec, f)
     pids: dict[int, int] = {}
     error = None
     for rank in range(world_size):
-        try:
-            pid = os.fork()
-        except OSError as exc:
-            error = f"could not fork rank {rank}: {exc}"
+        fds = (rank_fds[3 * rank], rank_fds[3 * rank + 1], rank_fds[3 * rank + 2])
+        while spares:
+            pid, sock = spares.pop(0)
+            try:
+                job = json.dumps({"rank": rank, "port": port, "workdir": workdir}).encode()
+                socket.send_fds(sock, [job], list(fds))
+            except OSError:
+                _discard(pid)
+                continue
+            finally:
+                sock.close()
+            pids[pid] = rank
             break
-        if pid == 0:
-            listener.close()
-            harness.rank_main(spec, rank, (rank_fds[3 * rank], rank_fds[3 * rank + 1],
-                                           rank_fds[3 * rank + 2]), port, workdir, me)
-        pids[pid] = rank
+        else:
+            try:
+                pid = os.fork()
+            except OSError as exc:
+                error = f"could not fork rank {rank}: {exc}"
+                break
+            if pid == 0:
+                listener.close()
+                harness.rank_main(spec, rank, fds, port, workdir, me)
+            pids[pid] = rank
+    for pid, sock in spares:  # more idle ranks than the world size
+        sock.close()
+        _discard(pid)
     for fd in rank_fds:
         os.close(fd)
     if error is None:
         # The leader hosts the store, like torchrun's agent: it outlives every rank, so
         # a rank that exits early does not take the rendezvous (new_group) with it.
-        # Created only now: its server thread must not exist when the ranks fork.
+        # Created only now: its server thread must not exist when ranks fork.
         try:
             _host_store(listener, world_size, float(spec["limits"]["pg_timeout_s"]))
         except Exception as exc:
@@ -151,6 +233,13 @@ def _run(spec: dict[str, Any], world_size: int, rank_fds: list[int], workdir: st
                      pids=[pid for pid, _ in sorted(pids.items(), key=lambda kv: kv[1])])
     _supervise(pids, workdir, channel)
     return _sweep(me)
+
+
+def _discard(pid: int) -> None:
+    """Kill and reap an idle rank that will not be used (it must not count as a leftover)."""
+    _signal(pid, signal.SIGKILL)
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, 0)
 
 
 def _host_store(listener: socket.socket, world_size: int, timeout_s: float) -> None:

@@ -4,7 +4,9 @@ Started by `pool.Pool` as `python -m app.verify.zygote FD` with a scrubbed
 environment. It preloads, freezes the heap out of the garbage collector's reach
 (so a rank's gc pass costs microseconds, not 100+ ms), says "ready" on FD and
 then waits for requests: each is one SOCK_SEQPACKET message carrying the run's
-control socket and rank pipes as SCM_RIGHTS. It exits when the engine closes FD.
+control socket and rank pipes as SCM_RIGHTS. It keeps one spare leader, forked in
+advance with two idle ranks, and passes each request on to it, so a run does not
+wait for forks. It exits when the engine closes FD.
 Nothing here ever runs a tensor op: forking a process that has started OpenMP
 threads can deadlock the child.
 """
@@ -17,6 +19,8 @@ import os
 import select
 import socket
 import sys
+from collections.abc import Callable
+from typing import NoReturn
 
 # Modules a typical snippet and DDP touch on first use; importing them here is
 # what makes a run cost tens of milliseconds instead of seconds.
@@ -50,11 +54,18 @@ def preload() -> None:
 
 
 def serve(sock: socket.socket) -> None:
-    from app.verify.leader import leader_main
+    """Hand each run to the spare leader (forked in advance), or fork one if none is ready."""
+    from app.verify.leader import leader_main, spare_main
 
     me = os.getpid()
+    spare: tuple[int, socket.socket] | None = None
     while True:
-        _reap()
+        dead = _reap()
+        if spare is not None and spare[0] in dead:
+            spare[1].close()
+            spare = None
+        if spare is None:
+            spare = _fork_spare(sock, me, spare_main)
         ready, _, _ = select.select([sock], [], [], 1.0)
         if not ready:
             continue
@@ -64,23 +75,55 @@ def serve(sock: socket.socket) -> None:
             return
         if not msg:
             return
-        try:
-            pid = os.fork()
-        except OSError:
-            pid = -1
-        if pid == 0:
-            sock.close()
-            leader_main(fds, me)
+        handed = False
+        if spare is not None:
+            try:
+                socket.send_fds(spare[1], [b"run"], fds)
+                handed = True
+            except OSError:
+                pass
+            spare[1].close()
+            spare = None
+        if not handed:
+            try:
+                pid = os.fork()
+            except OSError:
+                pid = -1
+            if pid == 0:
+                sock.close()
+                leader_main(fds, me)
         for fd in fds:  # the leader has its copies; a failed fork closes the run's channel
             os.close(fd)
 
 
-def _reap() -> None:
+def _fork_spare(sock: socket.socket, me: int,
+                spare_main: Callable[[socket.socket, int], NoReturn]) -> tuple[int, socket.socket] | None:
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     try:
-        while os.waitpid(-1, os.WNOHANG)[0]:
-            pass
+        pid = os.fork()
+    except OSError:
+        ours.close()
+        theirs.close()
+        return None
+    if pid == 0:
+        sock.close()
+        ours.close()
+        spare_main(theirs, me)
+    theirs.close()
+    return pid, ours
+
+
+def _reap() -> set[int]:
+    dead: set[int] = set()
+    try:
+        while True:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+            if not pid:
+                break
+            dead.add(pid)
     except ChildProcessError:
         pass
+    return dead
 
 
 def main() -> None:
