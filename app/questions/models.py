@@ -40,7 +40,8 @@ class Question(Base):
     tags: Mapped[list[Any]] = mapped_column(default=list)
     has_snippet: Mapped[bool] = mapped_column(default=False)
     current_revision_id: Mapped[int | None] = mapped_column(
-        ForeignKey("question_revisions.id", use_alter=True, name="fk_questions_current_revision")
+        ForeignKey("question_revisions.id", use_alter=True, name="fk_questions_current_revision",
+                   ondelete="SET NULL")
     )
     # The newest saved edit, not yet published; learners keep seeing the current revision.
     draft_revision_id: Mapped[int | None] = mapped_column(

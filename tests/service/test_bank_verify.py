@@ -80,8 +80,10 @@ def test_bank_verify_fresh_executes_again(
     cli_env: CliRunner, session_factory: sessionmaker[Session]
 ) -> None:
     load(session_factory, FIXTURE_BANK)
-    assert cli_env.invoke(app, ["bank", "verify", "--slug", "fixture-single"]).exit_code == 0
-    assert cli_env.invoke(app, ["bank", "verify", "--slug", "fixture-single", "--fresh"]).exit_code == 0
+    first = cli_env.invoke(app, ["bank", "verify", "--slug", "fixture-single"])
+    assert first.exit_code == 0, first.output
+    fresh = cli_env.invoke(app, ["bank", "verify", "--slug", "fixture-single", "--fresh"])
+    assert fresh.exit_code == 0, fresh.output
     with session_scope(session_factory) as s:
         assert s.scalar(select(func.count()).select_from(Run)) == 4  # 2 combinations, twice
         assert s.scalar(select(func.count()).select_from(Run).where(Run.live.is_(True))) == 2
