@@ -17,6 +17,7 @@ import gc
 import importlib
 import os
 import select
+import signal
 import socket
 import sys
 from collections.abc import Callable
@@ -71,9 +72,12 @@ def serve(sock: socket.socket) -> None:
             continue
         try:
             msg, fds, _, _ = socket.recv_fds(sock, 64, MAX_FDS)
-        except (ConnectionError, OSError):
-            return
-        if not msg:
+        except OSError:
+            msg, fds = b"", []
+        if not msg:  # the engine is gone: so is the spare (its ranks die with it)
+            if spare is not None:
+                os.kill(spare[0], signal.SIGKILL)
+            _reap()
             return
         handed = False
         if spare is not None:
