@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
@@ -10,6 +12,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 from sqlalchemy import func, select
+from sqlalchemy.orm import Session
 
 from app.db import make_engine, make_sessionmaker, session_scope
 from app.questions.bank import load_bank, write_bank
@@ -30,6 +33,17 @@ app.command("verify")(verify_command)
 
 out = Console()
 err = Console(stderr=True)
+
+
+@contextmanager
+def db_session(settings: Settings) -> Iterator[Session]:
+    """One transaction on the configured database, for a command."""
+    engine = make_engine(settings.resolved_database_url)
+    try:
+        with session_scope(make_sessionmaker(engine)) as session:
+            yield session
+    finally:
+        engine.dispose()
 
 
 def _upgrade(settings: Settings) -> None:
@@ -75,12 +89,8 @@ def import_directory(settings: Settings, directory: Path) -> int:
     if bank.errors:
         err.print(f"{len(bank.errors)} error(s); nothing was imported.")
         return 1
-    engine = make_engine(settings.resolved_database_url)
-    try:
-        with session_scope(make_sessionmaker(engine)) as session:
-            report = import_bank(db_session=session, bank=bank)
-    finally:
-        engine.dispose()
+    with db_session(settings) as session:
+        report = import_bank(db_session=session, bank=bank)
     out.print(f"Imported {directory}: {report.summary()}.")
     return 0
 
@@ -98,12 +108,8 @@ def bank_import(directory: BankDir = None) -> None:
 def bank_export(directory: Annotated[Path, typer.Argument(help="Folder to write into.")]) -> None:
     """Write the current bank from the database as files that import back unchanged."""
     settings = get_settings()
-    engine = make_engine(settings.resolved_database_url)
-    try:
-        with session_scope(make_sessionmaker(engine)) as session:
-            docs, topics = export_bank(db_session=session)
-    finally:
-        engine.dispose()
+    with db_session(settings) as session:
+        docs, topics = export_bank(db_session=session)
     write_bank(directory, docs, topics)
     out.print(f"Wrote {len(docs)} questions in {len(topics)} topics to {directory}.")
 
@@ -198,17 +204,14 @@ def admin_create(
     settings = get_settings()
     if settings.uses_default_database:
         _upgrade(settings)
-    engine = make_engine(settings.resolved_database_url)
     try:
-        with session_scope(make_sessionmaker(engine)) as session:
+        with db_session(settings) as session:
             user = create_user(db_session=session, username=username, password=password, role=role)
             audit(db_session=session, user=None, actor="cli", action="user.create",
                   target=user.username, detail={"role": role, "via": "ddpdrill admin create"})
     except AccountError as exc:
         err.print(f"Not created: {escape(str(exc))}")
         raise typer.Exit(1) from None
-    finally:
-        engine.dispose()
     out.print(f"Created {role} {escape(username)}.")
 
 
@@ -220,12 +223,8 @@ def admin_list() -> None:
     settings = get_settings()
     if settings.uses_default_database:
         _upgrade(settings)
-    engine = make_engine(settings.resolved_database_url)
-    try:
-        with session_scope(make_sessionmaker(engine)) as session:
-            rows = [(u.username, u.role, u.active) for u in list_users(db_session=session)]
-    finally:
-        engine.dispose()
+    with db_session(settings) as session:
+        rows = [(u.username, u.role, u.active) for u in list_users(db_session=session)]
     for name, role, active in rows:
         print(f"{name}\t{role}\t{'active' if active else 'inactive'}")
 
@@ -271,12 +270,8 @@ def prepare_default(settings: Settings) -> None:
         _upgrade(settings)
     if not settings.load_bank_on_start:
         return
-    engine = make_engine(settings.resolved_database_url)
-    try:
-        with session_scope(make_sessionmaker(engine)) as session:
-            count = session.scalar(select(func.count()).select_from(Question))
-    finally:
-        engine.dispose()
+    with db_session(settings) as session:
+        count = session.scalar(select(func.count()).select_from(Question))
     if count == 0 and settings.bank_dir.is_dir() and import_directory(settings, settings.bank_dir) != 0:
         raise typer.Exit(1)
 

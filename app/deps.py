@@ -9,20 +9,14 @@ from fastapi import Depends, Request
 from sqlalchemy.orm import Session
 
 from app.csrf import require_csrf
+from app.db import session_scope
 from app.settings import Settings
 
 
 def get_session(request: Request) -> Iterator[Session]:
     """One transaction per request: committed when the view returns, rolled back on error."""
-    session: Session = request.app.state.sessionmaker()
-    try:
+    with session_scope(request.app.state.sessionmaker) as session:
         yield session
-        session.commit()
-    except BaseException:
-        session.rollback()
-        raise
-    finally:
-        session.close()
 
 
 def get_learner_id(request: Request) -> str:

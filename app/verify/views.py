@@ -208,27 +208,17 @@ async def verify_form(
     return templates.TemplateResponse(request, "verify/_run.html", ctx)
 
 
-@router.get("/runs/{run_id}/fragment")
-def run_fragment(
-    run_id: int, request: Request, db_session: SessionDep, learner_id: CurrentLearner,
-    slug: str | None = None, prev: int | None = None,
-) -> Response:
-    run = service.get_run(db_session=db_session, run_id=run_id)
-    if run is None:
-        raise HTTPException(404, f"No run {run_id}.")
-    return templates.TemplateResponse(request, "verify/_run.html",
-                                      _run_context(db_session, learner_id, run, slug, prev))
-
-
 @router.get("/runs/{run_id}")
 def run_page(
     run_id: int, request: Request, db_session: SessionDep, learner_id: CurrentLearner,
     slug: str | None = None, prev: int | None = None,
 ) -> Response:
+    """A run as a page, or (for htmx polling) as the fragment that replaces itself."""
     run = service.get_run(db_session=db_session, run_id=run_id)
     if run is None:
         raise HTTPException(404, f"No run {run_id}.")
-    return templates.TemplateResponse(request, "verify/run_page.html",
+    template = "verify/_run.html" if is_htmx(request) else "verify/run_page.html"
+    return templates.TemplateResponse(request, template,
                                       _run_context(db_session, learner_id, run, slug, prev))
 
 

@@ -66,7 +66,8 @@ def serve(settings: Settings) -> Iterator[str]:
         thread.join(timeout=30)
 
 
-def _database_with(folder: Path, bank: Path) -> str:
+def database_with(folder: Path, bank: Path) -> str:
+    """A migrated SQLite file in folder with the bank imported; returns its URL."""
     from app.db import make_engine, make_sessionmaker
 
     url = f"sqlite:///{folder / 'live.db'}"
@@ -81,7 +82,7 @@ def _database_with(folder: Path, bank: Path) -> str:
 def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The app at http://127.0.0.1:<port>, on its own SQLite file with the fixture bank."""
     folder = tmp_path_factory.mktemp("live")
-    settings = Settings(database_url=_database_with(folder, FIXTURE_BANK),
+    settings = Settings(database_url=database_with(folder, FIXTURE_BANK),
                         secret_key="browser-" + uuid.uuid4().hex,
                         data_dir=folder / "data", bank_dir=FIXTURE_BANK, workers=0)
     with serve(settings) as url:
@@ -92,7 +93,7 @@ def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 def verify_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The app with the real question bank and one in-process verify worker (real gloo runs)."""
     folder = tmp_path_factory.mktemp("live-verify")
-    settings = Settings(database_url=_database_with(folder, REAL_BANK),
+    settings = Settings(database_url=database_with(folder, REAL_BANK),
                         secret_key="browser-" + uuid.uuid4().hex,
                         data_dir=folder / "data", bank_dir=REAL_BANK, workers=1)
     with serve(settings) as url:

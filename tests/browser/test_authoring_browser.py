@@ -3,23 +3,18 @@ find it in the list."""
 
 from __future__ import annotations
 
-import threading
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import uvicorn
 
 from app.authoring import service
 from app.db import make_engine, make_sessionmaker, session_scope
-from app.main import create_app
-from app.migrate import upgrade
 from app.settings import Settings
-from tests.browser.conftest import SERVER_START_TIMEOUT_S, _free_port
-from tests.factories import FIXTURE_BANK, import_folder
+from tests.browser.conftest import database_with, serve
+from tests.factories import FIXTURE_BANK
 
 pytestmark = pytest.mark.browser
 
@@ -28,34 +23,17 @@ PASSWORD = "a browser's password"
 
 @pytest.fixture(scope="module")
 def authoring_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """Like conftest's live_server, on a database that also holds an author account.
-
-    (live_server does not expose its database, and an account can only be made there.)
-    """
+    """Like conftest's live_server, on a database that also holds an author account."""
     folder = tmp_path_factory.mktemp("authoring-live")
-    url = f"sqlite:///{folder / 'live.db'}"
-    upgrade(url)
+    url = database_with(folder, FIXTURE_BANK)
     engine = make_engine(url)
-    factory = make_sessionmaker(engine)
-    import_folder(factory, FIXTURE_BANK)
-    with session_scope(factory) as s:
+    with session_scope(make_sessionmaker(engine)) as s:
         service.create_user(db_session=s, username="writer", password=PASSWORD, role="author")
     engine.dispose()
     settings = Settings(database_url=url, secret_key="browser-" + uuid.uuid4().hex,
                         data_dir=folder / "data", bank_dir=FIXTURE_BANK, workers=0)
-    port = _free_port()
-    server = uvicorn.Server(uvicorn.Config(create_app(settings), host="127.0.0.1", port=port,
-                                           log_level="warning", ws="none", lifespan="on"))
-    thread = threading.Thread(target=server.run, name="authoring-live-server", daemon=True)
-    thread.start()
-    deadline = time.monotonic() + SERVER_START_TIMEOUT_S
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            pytest.fail("the live server did not start")
-        time.sleep(0.02)
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(timeout=10)
+    with serve(settings) as base_url:
+        yield base_url
 
 
 @pytest.fixture

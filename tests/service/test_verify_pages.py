@@ -37,7 +37,7 @@ def start(client: TestClient, slug: str, **knobs: str) -> BeautifulSoup:
 def finish(client: TestClient, factory: sessionmaker[Session], settings: Settings, run_id: str,
            slug: str) -> BeautifulSoup:
     assert Worker(factory, settings).run_once()
-    r = client.get(f"/runs/{run_id}/fragment", params={"slug": slug}, headers=HX)
+    r = client.get(f"/runs/{run_id}", params={"slug": slug}, headers=HX)
     assert r.status_code == 200
     return soup(r.text)
 
@@ -79,7 +79,7 @@ def test_answer_key_is_not_compared_before_the_learner_answers(
     # The graded fragment swaps the panel into its answered form out of band.
     oob = soup(answer.text).select_one("#verify-panel[hx-swap-oob]")
     assert oob is not None and oob.select_one("h2").get_text(strip=True) == "Verify by running it"
-    after = soup(client.get(f"/runs/{run_id}/fragment", params={"slug": "fixture-single"}).text)
+    after = soup(client.get(f"/runs/{run_id}", params={"slug": "fixture-single"}, headers=HX).text)
     rows = after.select(".checks tbody tr")
     assert [r["class"] for r in rows] == [["pass"], ["pass"]]
     assert "SENTINEL-RIGHT" in after.select_one(".checks").get_text()
@@ -98,8 +98,8 @@ def test_rerun_with_another_knob_shows_both_runs_and_what_changed(
     assert len(cols) == 2 and cols[0].select_one(".run")["data-run-id"] == first
     second = cols[1].select_one(".run")["data-run-id"]
     Worker(session_factory, settings).run_once()
-    frag = soup(client.get(f"/runs/{second}/fragment",
-                           params={"slug": "fixture-single", "prev": first}).text)
+    frag = soup(client.get(f"/runs/{second}", params={"slug": "fixture-single", "prev": first},
+                           headers=HX).text)
     changes = {row.th.get_text(strip=True): [td.get_text(strip=True) for td in row.select("td")]
                for row in frag.select(".compare tbody tr")}
     assert changes["g on rank 0"] == ["1.5", "3.0", "+1.5, ×2"]
