@@ -57,12 +57,21 @@ def torchrun_job(script: Path) -> float:
     return (time.perf_counter() - start) * 1000
 
 
-def engine_job(engine: Engine) -> float:
+def engine_job(engine: Engine, phases: dict[str, list[float]]) -> float:
     start = time.perf_counter()
     result = engine.run(ENGINE_SNIPPET, limits=Limits(timeout_s=30))
     elapsed = (time.perf_counter() - start) * 1000
     if result.outcome != "ok":
         raise SystemExit(f"engine run failed: {result.diagnosis}")
+
+    def last(kind: str) -> float:
+        return max(e["t_ms"] for r in result.ranks for e in r.events if e["kind"] == kind)
+
+    marks = {"ranks started": last("started"), "gloo group ready": last("group_ready"),
+             "snippet done": last("snippet_end"), "ranks exited": last("exit"),
+             "result returned": elapsed}
+    for name, t in marks.items():
+        phases.setdefault(name, []).append(t)
     return elapsed
 
 
@@ -76,7 +85,8 @@ def main() -> None:
     start = time.perf_counter()
     engine.start()
     startup_ms = (time.perf_counter() - start) * 1000
-    first_ms = engine_job(engine)  # pages in what the forkserver has not touched yet
+    phases: dict[str, list[float]] = {}
+    first_ms = engine_job(engine, {})  # pages in what the forkserver has not touched yet
 
     fresh: list[float] = []
     warm: list[float] = []
@@ -89,7 +99,7 @@ def main() -> None:
                 fresh.append(torchrun_job(script))
             for _ in range(per_job):
                 if len(warm) < args.engine_runs:
-                    warm.append(engine_job(engine))
+                    warm.append(engine_job(engine, phases))
     engine.close()
 
     def describe(xs: list[float]) -> str:
@@ -103,6 +113,9 @@ def main() -> None:
     print(f"(a) fresh torchrun --nproc_per_node=2: {describe(fresh)}")
     print(f"(b) warm verify engine, 2 ranks:       {describe(warm)}")
     print(f"ratio (a)/(b) of medians: {statistics.median(fresh) / statistics.median(warm):.1f}x")
+    print("engine run, median ms from the run's start (last rank):")
+    for name, ts in phases.items():
+        print(f"  {name:<16} {statistics.median(ts):7.1f}")
 
 
 if __name__ == "__main__":
