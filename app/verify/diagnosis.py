@@ -208,7 +208,8 @@ def _story(rr: RankResult, facts: RunFacts, code_lines: list[str] | None) -> _St
             s.killed = bool(e.get("killed_by"))
             if s.end_ms is None:
                 s.end_ms = t
-    s.finished = s.finished and rr.exit_code == 0
+    # Exit status 0 is a normal end even without snippet_end (the snippet called os._exit(0)).
+    s.finished = rr.exit_code == 0 and not s.killed
     pending = list(open_ops.values())
     sync = [o for o in pending if not o.is_async and not o.bucket]
     buckets = [o for o in pending if o.bucket]

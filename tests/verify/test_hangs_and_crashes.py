@@ -145,3 +145,18 @@ def test_ranks_in_different_collectives_both_time_out_in_gloo(run: Run) -> None:
     messages = [r.error.message if r.error else "" for r in result.ranks]
     assert any("Timed out" in m for m in messages), messages
     assert "different collectives (all_reduce on rank 0, barrier on rank 1)" in result.diagnosis
+
+
+def test_exit_status_decides_how_a_rank_ended(run: Run) -> None:
+    result = run("""
+    import os, sys
+    if rank == 0:
+        os._exit(0)
+    sys.exit(3)
+    """)
+    assert result.outcome == "error"
+    r0, r1 = result.ranks
+    assert (r0.exit_code, r0.error) == (0, None)
+    assert r1.exit_code == 3 and r1.error is not None and r1.error.type == "SystemExit"
+    assert result.diagnosis.startswith("Rank 1 failed first: it exited with status 3 (line 5)")
+    assert "Rank 0 had finished the snippet" in result.diagnosis
