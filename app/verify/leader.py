@@ -1,10 +1,13 @@
 """The leader of one run: a fork of the forkserver that owns the run's session and its ranks.
 
-It makes its own session (the run's), becomes a child subreaper so that anything a
-snippet spawns stays in its tree, forks one rank per process, and reports each
-rank's exit to the runner as it happens. On the runner's word (timeout, output
-flood) or when the runner disappears, it dumps the ranks' Python stacks, kills
-them, then kills every descendant left over and removes the run's folder.
+It makes its own session (the run's) and becomes a child subreaper, so that
+anything a snippet spawns stays in its tree. Usually it was forked in advance as
+the forkserver's spare, with two idle ranks already waiting for their pipes; it
+forks any further ranks when the run arrives. It hosts the rendezvous store (as
+torchrun's agent does), reports each rank's exit to the runner as it happens, and
+on the runner's word (timeout, output flood) or when the runner disappears it
+dumps the ranks' Python stacks and kills them. Finally it kills every descendant
+left over and removes the run's folder.
 """
 
 from __future__ import annotations

@@ -43,8 +43,6 @@ PRELOAD = (
     "app.verify.harness",
     "app.verify.leader",
 )
-# Up to 8 ranks x 3 pipes, plus the control socket.
-MAX_FDS = 32
 
 
 def preload() -> None:
@@ -56,7 +54,7 @@ def preload() -> None:
 
 def serve(sock: socket.socket) -> None:
     """Hand each run to the spare leader (forked in advance), or fork one if none is ready."""
-    from app.verify.leader import leader_main, spare_main
+    from app.verify.leader import MAX_FDS, leader_main, spare_main
 
     me = os.getpid()
     spare: tuple[int, socket.socket] | None = None
