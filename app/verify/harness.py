@@ -141,6 +141,16 @@ def _exception_info(exc: BaseException) -> dict[str, Any]:
             "traceback": text[-MAX_TRACEBACK_CHARS:]}
 
 
+def _exit_status(exc: SystemExit) -> int:
+    """The status `sys.exit(code)` gives a Python process."""
+    if exc.code is None:
+        return 0
+    if isinstance(exc.code, int):
+        return exc.code & 0xFF
+    print(exc.code, file=sys.stderr)
+    return 1
+
+
 def _lock_down(limits: dict[str, Any]) -> None:
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     memory = int(limits["memory_bytes"])
@@ -252,9 +262,7 @@ def _rank(spec: dict[str, Any], rank: int, fds: tuple[int, int, int], port: int,
                              f"{MAX_VALUE_BYTES}")
         emit("report", name=name, value=data, iteration=probes.iteration)
 
-    code = spec["code"]
-    with open(SNIPPET_FILE, "w") as f:  # so tracebacks and inspect can show source lines
-        f.write(code)
+    code = spec["code"]  # the leader wrote it to SNIPPET_FILE, for tracebacks and inspect
     module = types.ModuleType("__main__")
     module.__dict__.update(
         __file__=SNIPPET_FILE, __builtins__=builtins,
@@ -264,33 +272,26 @@ def _rank(spec: dict[str, Any], rank: int, fds: tuple[int, int, int], port: int,
     sys.modules["__main__"] = module
     sys.argv = [SNIPPET_FILE]
     status = 0
+    failure: dict[str, Any] | None = None
     emit("snippet_start")
     try:
         exec(compile(code, SNIPPET_FILE, "exec", dont_inherit=True), module.__dict__)
     except SystemExit as exc:
-        if isinstance(exc.code, int) or exc.code is None:
-            status = (exc.code or 0) & 0xFF or (1 if exc.code else 0)
-        else:
-            print(exc.code, file=sys.stderr)
-            status = 1
+        status = _exit_status(exc)
         if status:
-            probes.settle(SETTLE_S)
-            emit("exception", **_exception_info(exc), exit_code=status)
-        else:
-            probes.wait_pending()
-            probes.settle(SETTLE_S)
-            emit("snippet_end", sent_total=probes.sockets.total())
+            failure = {**_exception_info(exc), "exit_code": status}
     except BaseException as exc:
-        info = _exception_info(exc)
-        with contextlib.suppress(BaseException):
-            sys.stderr.write(info["traceback"])
-        probes.settle(SETTLE_S)
-        emit("exception", **info, sent_total=probes.sockets.total())
         status = 1
-    else:
+        failure = _exception_info(exc)
+        with contextlib.suppress(BaseException):
+            sys.stderr.write(failure["traceback"])
+    if failure is None:
         probes.wait_pending()
-        probes.settle(SETTLE_S)
+    probes.settle(SETTLE_S)
+    if failure is None:
         emit("snippet_end", sent_total=probes.sockets.total())
+    else:
+        emit("exception", **failure, sent_total=probes.sockets.total())
     for out in (sys.stdout, sys.stderr):
         with contextlib.suppress(BaseException):
             out.flush()

@@ -185,6 +185,8 @@ def _run(spec: dict[str, Any], world_size: int, rank_fds: list[int], workdir: st
     # there is no window in which another process could take its port.
     listener = socket.create_server(("127.0.0.1", 0), backlog=64)
     port = listener.getsockname()[1]
+    with open(os.path.join(workdir, harness.SNIPPET_FILE), "w") as f:
+        f.write(spec["code"])
     if spares:
         with open(os.path.join(workdir, SPEC_FILE), "w") as f:
             json.dump(spec, f)
