@@ -323,6 +323,12 @@ def _mismatch_hint(stories: list[_Story], stuck: list[_Story]) -> str:
     ddp = [s for s in stories if s.uses_ddp]
     if len(ddp) == len(stories) and len({s.last_iteration for s in ddp}) > 1:
         counts = ", ".join(f"{s.last_iteration or 0} on rank {s.rank}" for s in ddp)
+        if any(s.joined_at is not None for s in ddp):
+            # Join was in use, so DDP's own collectives were shadowed: the partner that
+            # went missing belongs to something Join does not know about.
+            return (f"The ranks ran different numbers of DDP iterations ({counts}) under Join; "
+                    "Join shadows only the collectives of the Joinables it was given, so another "
+                    "collective (a metric, an optimizer, a barrier) was left without a partner.")
         return (f"The ranks ran different numbers of DDP iterations ({counts}): a rank that stops "
                 "early leaves the others' gradient all-reduce without a partner (uneven inputs "
                 "without Join).")

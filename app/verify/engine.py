@@ -44,7 +44,7 @@ __all__ = [
 
 # Part of every run's cache key: bump it whenever the harness or probes change
 # what a run measures or reports.
-HARNESS_VERSION = "2"
+HARNESS_VERSION = "3"
 MIN_WORLD_SIZE = 1
 MAX_WORLD_SIZE = 8
 # Snippets are short programs; anything larger is a mistake.

@@ -37,6 +37,8 @@ PRELOAD = (
     "torch._dynamo",
     "torch.profiler._cupti_monitor",
     "torch.optim",
+    # ZeroRedundancyOptimizer and friends: seconds to import cold.
+    "torch.distributed.optim",
     "torch.nn.functional",
     "torch.utils.data",
     "torch.utils.data.distributed",
