@@ -79,3 +79,13 @@ def test_fresh_runs_are_rate_limited_but_cached_runs_are_free(
 def test_unknown_run_is_404_json(client: TestClient) -> None:
     r = client.get("/api/v1/runs/999999")
     assert r.status_code == 404 and "detail" in r.json()
+
+
+def test_api_refuses_bodies_a_cross_site_form_could_send(client: TestClient) -> None:
+    """The JSON API is exempt from CSRF tokens because it only takes application/json,
+    which another site's page cannot send without a CORS preflight this app never grants."""
+    for content_type in ("text/plain", "application/x-www-form-urlencoded", "multipart/form-data"):
+        for path, body in (("/api/v1/questions/fixture-single/verify", '{"params": {}}'),
+                           ("/api/v1/questions/fixture-single/attempts", '{"answer": "b"}')):
+            r = client.post(path, content=body, headers={"Content-Type": content_type})
+            assert r.status_code == 422, (content_type, path, r.status_code)
