@@ -113,3 +113,22 @@ def test_result_panel_fits_a_phone_screen(browser: Any, verify_server: str) -> N
         shot(page, "verify-phone")
     finally:
         context.close()
+
+
+def test_copy_as_torchrun_script_puts_the_wrapped_snippet_on_the_clipboard(
+    browser: Any, verify_server: str
+) -> None:
+    context = browser.new_context(base_url=verify_server)
+    context.grant_permissions(["clipboard-read", "clipboard-write"])
+    page = context.new_page()
+    try:
+        page.goto("/questions/averaged-gradient-world-size")
+        page.locator("select[name='knob.world_size']").select_option("3")
+        page.get_by_role("button", name="Copy as a torchrun script").click()
+        page.locator(".copy-status", has_text="Copied").wait_for()
+        copied = page.evaluate("navigator.clipboard.readText()")
+        assert "dist.init_process_group(\"gloo\")" in copied
+        assert '{"world_size": 3}' in copied
+        assert "knob.world_size=3" in page.locator(".torchrun-download").get_attribute("href")
+    finally:
+        context.close()
