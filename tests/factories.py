@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from bs4 import BeautifulSoup
-from httpx import Response
+from httpx2 import Response
 from itsdangerous import URLSafeSerializer
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker

@@ -6,7 +6,7 @@ from typing import Any
 
 from bs4 import BeautifulSoup, Tag
 from fastapi.testclient import TestClient
-from httpx import Response
+from httpx2 import Response
 
 from tests.factories import parse
 
