@@ -17,6 +17,7 @@ from app.authoring import views as authoring_views
 from app.authoring.security import LoginRequired
 from app.db import make_engine, make_sessionmaker
 from app.identity import LearnerCookieMiddleware
+from app.middleware import BufferedBodyMiddleware, SecurityHeadersMiddleware
 from app.practice import views as practice_views
 from app.questions import api as questions_api
 from app.questions import views as questions_views
@@ -65,6 +66,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.engine = engine
     app.state.sessionmaker = make_sessionmaker(engine)
     app.add_middleware(LearnerCookieMiddleware, secret_key=settings.resolved_secret_key())
+    # Outermost: a view never waits on a slow client's body while it holds the database.
+    app.add_middleware(BufferedBodyMiddleware)
+    app.add_middleware(SecurityHeadersMiddleware)
 
     app.mount("/static", StaticFiles(directory=str(STATIC_DIR)), name="static")
     app.include_router(questions_api.router)

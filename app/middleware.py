@@ -1,0 +1,111 @@
+"""ASGI middleware: read request bodies up front, and send security headers."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+# The largest body any route takes: a zipped bank upload (5 MB) and its form overhead.
+MAX_BODY_BYTES = 6 * 1024 * 1024
+# A client gets this long to send its whole body. Views may hold a database
+# transaction (on SQLite, the write lock) while they read the form, so a body that
+# trickles in must not reach them.
+BODY_READ_TIMEOUT_S = 10.0
+
+CSP = ("default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
+       "img-src 'self' data:; object-src 'none'; base-uri 'self'; form-action 'self'; "
+       "frame-ancestors 'none'")
+# Swagger UI at /docs loads its own scripts; it shows no user content.
+CSP_EXEMPT_PREFIXES = ("/docs", "/redoc")
+
+
+async def _reject(send: Send, status: int, detail: str) -> None:
+    body = json.dumps({"detail": detail}).encode()
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"),
+                            (b"content-length", str(len(body)).encode()),
+                            (b"connection", b"close")]})
+    await send({"type": "http.response.body", "body": body})
+
+
+class BufferedBodyMiddleware:
+    """Reads the whole request body (capped, with a deadline) before the app sees the request."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int = MAX_BODY_BYTES,
+                 timeout_s: float = BODY_READ_TIMEOUT_S) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+        self.timeout_s = timeout_s
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] in ("GET", "HEAD", "OPTIONS"):
+            await self.app(scope, receive, send)
+            return
+        for name, value in scope.get("headers", []):
+            if name == b"content-length" and value.isdigit() and int(value) > self.max_bytes:
+                await _reject(send, 413, f"The request body is larger than {self.max_bytes} bytes.")
+                return
+        chunks: list[bytes] = []
+        size = 0
+
+        async def read_all() -> bool:
+            nonlocal size
+            while True:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    return False
+                chunk = message.get("body", b"")
+                size += len(chunk)
+                if size > self.max_bytes:
+                    return False
+                chunks.append(chunk)
+                if not message.get("more_body", False):
+                    return True
+
+        try:
+            complete = await asyncio.wait_for(read_all(), self.timeout_s)
+        except TimeoutError:
+            await _reject(send, 408, "The request body did not arrive in time.")
+            return
+        if not complete:
+            if size > self.max_bytes:
+                await _reject(send, 413, f"The request body is larger than {self.max_bytes} bytes.")
+            return
+        body = b"".join(chunks)
+        delivered = False
+
+        async def replay() -> Message:
+            nonlocal delivered
+            if not delivered:
+                delivered = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+
+class SecurityHeadersMiddleware:
+    """A Content-Security-Policy and friends on every response."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        exempt = scope["path"].startswith(CSP_EXEMPT_PREFIXES)
+
+        async def with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = message.setdefault("headers", [])
+                headers.append((b"x-content-type-options", b"nosniff"))
+                headers.append((b"referrer-policy", b"same-origin"))
+                if not exempt:
+                    headers.append((b"content-security-policy", CSP.encode()))
+                    headers.append((b"x-frame-options", b"DENY"))
+            await send(message)
+
+        await self.app(scope, receive, with_headers)
