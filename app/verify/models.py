@@ -37,6 +37,8 @@ class Run(Base):
     torch_version: Mapped[str] = mapped_column(String(40))
     harness_version: Mapped[str] = mapped_column(String(40))
     requested_by: Mapped[str | None] = mapped_column(String(64))
+    # The client address, for the per-address limit on fresh runs.
+    requested_ip: Mapped[str | None] = mapped_column(String(64))
 
     status: Mapped[str] = mapped_column(String(16), default=RUN_QUEUED)
     attempts: Mapped[int] = mapped_column(default=0)
@@ -54,6 +56,7 @@ class Run(Base):
         UniqueConstraint("cache_key", "live"),
         Index("ix_runs_status_requested", "status", "requested_at"),
         Index("ix_runs_requested_by", "requested_by", "requested_at"),
+        Index("ix_runs_requested_ip", "requested_ip", "requested_at"),
     )
 
 

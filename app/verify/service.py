@@ -11,14 +11,13 @@ ran out (its worker died) is claimed again.
 from __future__ import annotations
 
 import hashlib
-import itertools
 import json
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
 from pydantic import ValidationError
-from sqlalchemy import and_, func, or_, select, update
+from sqlalchemy import and_, case, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -47,12 +46,16 @@ class InvalidResult(ValueError):
 
 def cache_key(
     *, snippet_text: str, world_size: int, params: dict[str, Any], torch_version: str,
-    harness_version: str,
+    harness_version: str, timeout_s: float,
 ) -> str:
-    """The hash that identifies a run's answer."""
+    """The hash that identifies a run's answer.
+
+    The timeout is part of it: it sets the gloo group's own timeout, so a hang's
+    measured error (and whether a slow run finishes) depends on it.
+    """
     payload = json.dumps(
         {"snippet": snippet_text, "world_size": world_size, "params": params,
-         "torch": torch_version, "harness": harness_version},
+         "torch": torch_version, "harness": harness_version, "timeout_s": float(timeout_s)},
         sort_keys=True, separators=(",", ":"),
     )
     return hashlib.sha256(payload.encode()).hexdigest()
@@ -89,13 +92,7 @@ def resolve_knobs(block: VerifyBlock, raw: dict[str, Any] | None) -> tuple[int, 
 
 def audit_combinations(block: VerifyBlock) -> list[dict[str, KnobValue]]:
     """The knob assignments `bank verify` runs for a question."""
-    if block.audit == "default":
-        return [block.defaults()]
-    if block.audit == "all":
-        names = list(block.knobs)
-        combos = itertools.product(*(block.knobs[n].values for n in names))
-        return [dict(zip(names, combo, strict=True)) for combo in combos]
-    return [{**block.defaults(), **combo} for combo in block.audit]
+    return block.audit_combinations()
 
 
 @dataclass(frozen=True)
@@ -108,17 +105,19 @@ class RunRequest:
     harness_version: str
     question_revision_id: int | None = None
     requested_by: str | None = None
+    requested_ip: str | None = None
 
     @property
     def key(self) -> str:
         return cache_key(snippet_text=self.snippet_text, world_size=self.world_size,
                          params=self.params, torch_version=self.torch_version,
-                         harness_version=self.harness_version)
+                         harness_version=self.harness_version, timeout_s=self.timeout_s)
 
 
 def request_for(
     doc: QuestionDoc, raw_params: dict[str, Any] | None, *, torch_version: str,
     harness_version: str, revision_id: int | None = None, requested_by: str | None = None,
+    requested_ip: str | None = None,
 ) -> RunRequest:
     """The run request for a question and knob values (validated)."""
     assert doc.verify is not None and doc.snippet_text is not None
@@ -126,7 +125,7 @@ def request_for(
     return RunRequest(snippet_text=doc.snippet_text, world_size=world_size, params=params,
                       timeout_s=doc.verify.timeout_s, torch_version=torch_version,
                       harness_version=harness_version, question_revision_id=revision_id,
-                      requested_by=requested_by)
+                      requested_by=requested_by, requested_ip=requested_ip)
 
 
 def get_run(*, db_session: Session, run_id: int) -> Run | None:
@@ -158,7 +157,7 @@ def request_run(*, db_session: Session, req: RunRequest, fresh: bool = False) ->
         snippet_hash=snippet_hash(req.snippet_text), snippet_text=req.snippet_text,
         world_size=req.world_size, params=req.params, timeout_s=req.timeout_s,
         torch_version=req.torch_version, harness_version=req.harness_version,
-        requested_by=req.requested_by, status=RUN_QUEUED,
+        requested_by=req.requested_by, requested_ip=req.requested_ip, status=RUN_QUEUED,
     )
     try:
         with db_session.begin_nested():
@@ -173,13 +172,18 @@ def request_run(*, db_session: Session, req: RunRequest, fresh: bool = False) ->
     return run, False
 
 
-def fresh_runs_since(*, db_session: Session, requested_by: str, seconds: float) -> int:
-    """How many runs this requester caused to execute in the last `seconds`."""
+def fresh_runs_since(*, db_session: Session, seconds: float, requested_by: str | None = None,
+                     requested_ip: str | None = None) -> int:
+    """How many runs this requester (a learner, or a client address) caused in the last `seconds`."""
+    if requested_by is None and requested_ip is None:
+        return 0
     since = utcnow() - timedelta(seconds=seconds)
-    return int(db_session.scalar(
-        select(func.count()).select_from(Run)
-        .where(Run.requested_by == requested_by, Run.requested_at >= since)
-    ) or 0)
+    stmt = select(func.count()).select_from(Run).where(Run.requested_at >= since)
+    if requested_by is not None:
+        stmt = stmt.where(Run.requested_by == requested_by)
+    if requested_ip is not None:
+        stmt = stmt.where(Run.requested_ip == requested_ip)
+    return int(db_session.scalar(stmt) or 0)
 
 
 def _claimable(now: Any) -> Any:
@@ -251,26 +255,48 @@ def validate_result(result: dict[str, Any]) -> dict[str, Any]:
 
 
 def cap_result(data: dict[str, Any], limit: int = MAX_RESULT_BYTES) -> dict[str, Any]:
-    """Trim the longest event lists until the JSON fits in `limit` bytes, saying so."""
-    size = len(json.dumps(data))
-    trimmed = 0
-    while size > limit:
-        ranks = data.get("ranks") or []
+    """Trim a result until its JSON fits in `limit` bytes, saying what was dropped.
+
+    Events go first (the later half of the longest list, repeatedly), then output,
+    bucket records and finally oversized reported values, which become a short note.
+    """
+    def size() -> int:
+        return len(json.dumps(data))
+
+    notes: list[str] = []
+    ranks = data.get("ranks") or []
+    dropped = 0
+    while size() > limit:
         longest = max(ranks, key=lambda r: len(r.get("events") or []), default=None)
         if not longest or len(longest.get("events") or []) <= 10:
-            for r in ranks:
-                r["stdout"] = (r.get("stdout") or "")[:1024]
-                r["stderr"] = (r.get("stderr") or "")[:1024]
-            data["buckets"] = (data.get("buckets") or [])[:500]
             break
         events = longest["events"]
         keep = len(events) // 2
-        trimmed += len(events) - keep
+        dropped += len(events) - keep
         longest["events"] = events[:keep]
-        size = len(json.dumps(data))
-    if trimmed:
-        note = f" (Stored result trimmed: {trimmed} later events dropped to fit {limit} bytes.)"
-        data["diagnosis"] = (data.get("diagnosis") or "") + note
+    if dropped:
+        notes.append(f"{dropped} later events dropped")
+    if size() > limit:
+        for r in ranks:
+            r["stdout"] = (r.get("stdout") or "")[:1024]
+            r["stderr"] = (r.get("stderr") or "")[:1024]
+            r["stack"] = (r.get("stack") or "")[:1024] or None
+        data["buckets"] = (data.get("buckets") or [])[:200]
+        notes.append("output and bucket records shortened")
+    if size() > limit:
+        values = [(len(json.dumps(v)), r, name) for r in ranks for name, v in (r.get("values") or {}).items()]
+        for nbytes, r, name in sorted(values, key=lambda t: t[0], reverse=True):
+            if size() <= limit:
+                break
+            r["values"][name] = f"(not stored: {nbytes} bytes of JSON)"
+        notes.append("the largest reported values replaced by their size")
+    if size() > limit:
+        for r in ranks:
+            r["events"] = []
+        notes.append("all events dropped")
+    if notes:
+        data["diagnosis"] = (data.get("diagnosis") or "") + (
+            f" (Stored result trimmed to fit {limit} bytes: {'; '.join(notes)}.)")
     return data
 
 
@@ -288,19 +314,17 @@ def complete_run(*, db_session: Session, run_id: int, worker_id: str, result: di
 
 def fail_attempt(*, db_session: Session, run_id: int, worker_id: str, reason: str) -> str | None:
     """An infrastructure failure: queue the run again, or fail it after MAX_ATTEMPTS."""
-    run = db_session.get(Run, run_id)
-    if run is None or run.lease_owner != worker_id:
-        return None
-    run.failure_reason = reason[:2000]
-    run.lease_owner = None
-    run.lease_expires_at = None
-    if run.attempts >= MAX_ATTEMPTS:
-        run.status = RUN_FAILED
-        run.finished_at = utcnow()
-    else:
-        run.status = RUN_QUEUED
-    db_session.flush()
-    return run.status
+    # One conditional UPDATE: a worker whose lease has passed to another must not
+    # touch the new owner's claim.
+    now = utcnow()
+    status = db_session.scalar(
+        update(Run).where(Run.id == run_id, Run.lease_owner == worker_id, Run.status == RUN_RUNNING)
+        .values(failure_reason=reason[:2000], lease_owner=None, lease_expires_at=None,
+                status=case((Run.attempts >= MAX_ATTEMPTS, RUN_FAILED), else_=RUN_QUEUED),
+                finished_at=case((Run.attempts >= MAX_ATTEMPTS, now), else_=None))
+        .returning(Run.status)
+    )
+    return str(status) if status is not None else None
 
 
 def release_run(*, db_session: Session, run_id: int, worker_id: str) -> None:
