@@ -270,6 +270,29 @@ def knob_choices(form: EditorForm) -> dict[str, list[Any]]:
     return out
 
 
+def audit_including(audit_text: str, knobs_text: str, combo: dict[str, Any]) -> str | None:
+    """The audit text with `combo` audited too, or None if it already is.
+
+    `default` audits the knob defaults only, so it becomes a list of the defaults and
+    `combo`; `all` already audits everything.
+    """
+    if not combo or audit_text.strip() == "all":
+        return None
+    knobs = yaml.safe_load(knobs_text) if knobs_text.strip() else {}
+    defaults = {name: k.get("default") for name, k in (knobs or {}).items() if isinstance(k, dict)}
+    if audit_text.strip() == "default":
+        listed: list[dict[str, Any]] = [defaults]
+    else:
+        loaded = yaml.safe_load(audit_text)
+        if not isinstance(loaded, list):
+            raise ValueError("the audit must be default, all or a YAML list before one can be added")
+        listed = loaded
+    full = {**defaults, **combo}
+    if any({**defaults, **(c or {})} == full for c in listed):
+        return None
+    return _dump([*listed, full])
+
+
 def add_value_expectation(
     expect_text: str, *, name: str, rank: int, value: Any, when: dict[str, Any]
 ) -> str:

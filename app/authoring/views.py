@@ -382,16 +382,24 @@ async def expect_this(request: Request, db_session: SessionDep, _: CSRF) -> Resp
     if name not in values:
         raise HTTPException(404, f"Run {run_id} has no value {name!r} on rank {rank}.")
     try:
+        when = dict(run.params or {}) if run is not None else {}
         expect_text = schemas.add_value_expectation(
-            expect_text, name=name, rank=rank, value=values[name],
-            when=dict(run.params or {}) if run is not None else {})
+            expect_text, name=name, rank=rank, value=values[name], when=when)
+        # The new check only counts if an audited run applies to it: audit these knobs too.
+        audit_text = schemas.textarea_value(form.get("audit")) or "default"
+        new_audit = schemas.audit_including(audit_text, schemas.textarea_value(form.get("knobs")),
+                                            when)
         message = f"Added: {name} on rank {rank}. Save to keep it."
     except (ValueError, yaml.YAMLError) as exc:
-        error, message = f"Could not add it: {exc}", None
+        error, message, new_audit = f"Could not add it: {exc}", None, None
     form_state = schemas.EditorForm(expect=expect_text)
+    if new_audit is not None:
+        form_state.audit = new_audit
+        message = f"{message} Its knob values were added to the audited combinations."
     if error:
         form_state.error("expect", error)
-    return _page(request, "_expect_field.html", {"form": form_state, "expect_message": message})
+    return _page(request, "_expect_field.html", {"form": form_state, "expect_message": message,
+                                                 "audit_added": new_audit is not None})
 
 
 # Verification and publishing ---------------------------------------------------------------

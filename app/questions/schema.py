@@ -7,6 +7,7 @@ exporter writes them back, so a round trip changes nothing.
 
 from __future__ import annotations
 
+import itertools
 import re
 import string
 from typing import Annotated, Any, Literal
@@ -224,16 +225,39 @@ class VerifyBlock(Strict):
             self._check_assignment(combo, f"audit[{i}]", ("audit", i))
         for i, exp in enumerate(self.expect):
             self._check_assignment(exp.when, f"expect[{i}].when", ("expect", i, "when"))
+        audited = self.audit_combinations()
+        for i, exp in enumerate(self.expect):
+            # A check no audited run applies to would never be verified, yet learners can
+            # pick those knob values: the publish gate and `bank verify` must run it.
+            if not any(all(combo.get(k) == v for k, v in exp.when.items()) for combo in audited):
+                raise FieldError(
+                    ("expect", i, "when"),
+                    f"expect[{i}] applies to no audited knob combination; add one to audit "
+                    "(or use audit: all)",
+                )
+        if "world_size" in self.knobs:
+            for value in self.knobs["world_size"].values:
+                if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= MAX_WORLD_SIZE:
+                    raise FieldError(("knobs", "world_size", "values"),
+                                     f"world_size values must be whole numbers 1..{MAX_WORLD_SIZE}")
         return self
+
+    def audit_combinations(self) -> list[dict[str, KnobValue]]:
+        """The knob assignments that `bank verify` and the publish gate run."""
+        if self.audit == "default":
+            return [self.defaults()]
+        if self.audit == "all":
+            names = list(self.knobs)
+            combos = itertools.product(*(self.knobs[n].values for n in names))
+            return [dict(zip(names, combo, strict=True)) for combo in combos]
+        return [{**self.defaults(), **combo} for combo in self.audit]
 
     def _check_assignment(
         self, combo: dict[str, KnobValue], where: str, loc: tuple[str | int, ...]
     ) -> None:
         for name, value in combo.items():
-            if name == "world_size":
-                if not isinstance(value, int) or not 1 <= value <= MAX_WORLD_SIZE:
-                    raise FieldError((*loc, name), f"{where}: world_size must be 1..{MAX_WORLD_SIZE}")
-                continue
+            # The number of ranks is varied through a knob named world_size, which learners
+            # can also turn; it is not a free-standing setting of the audit.
             if name not in self.knobs:
                 raise FieldError((*loc, name), f"{where}: unknown knob {name!r}")
             if value not in self.knobs[name].values:

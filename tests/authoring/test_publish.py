@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+import yaml
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
@@ -175,17 +176,22 @@ def test_run_now_measures_the_unsaved_snippet_and_expect_this_adds_an_expectatio
     assert "the run completes" in frag.select_one(".checks").get_text()
 
     added = author_client.post("/author/expect", headers=htmx(page), data={
-        "run_id": str(run_id), "rank": "1", "name": "g", "expect": data["expect"]})
+        "run_id": str(run_id), "rank": "1", "name": "g", "expect": data["expect"],
+        "audit": data["audit"], "knobs": data["knobs"]})
     field = parse_fragment(added)
     text = field.select_one("textarea#f-expect").get_text()
     assert "g on rank 1" in text and "equals: 3.0" in text and "scale: 2" in text
+    # The run's knob values (scale=2) were not audited, so they are added to the audit
+    # (out of band), or the publish gate would never check the new expectation.
+    audit = field.select_one("#audit-field[hx-swap-oob] textarea#f-audit").get_text()
+    assert yaml.safe_load(audit) == [{"scale": 1}, {"scale": 2}]
     # An unknown value is refused; the value always comes from the stored run.
     missing = author_client.post("/author/expect", headers=htmx(page), data={
         "run_id": str(run_id), "rank": "0", "name": "nope", "expect": data["expect"]})
     assert missing.status_code == 404
 
-    saved = author_client.post("/author/questions/measured", data={**data, "expect": text},
-                               follow_redirects=False)
+    saved = author_client.post("/author/questions/measured",
+                               data={**data, "expect": text, "audit": audit}, follow_redirects=False)
     assert saved.status_code == 303
     with session_factory() as s:
         q = s.scalar(select(Question).where(Question.slug == "measured"))
