@@ -11,6 +11,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from fastapi.staticfiles import StaticFiles
+from sqlalchemy.exc import DataError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app.authoring import views as authoring_views
@@ -102,6 +103,17 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             request, "errors/error.html",
             {"status": exc.status_code, "detail": exc.detail}, status_code=exc.status_code,
         )
+
+    @app.exception_handler(OverflowError)
+    @app.exception_handler(DataError)
+    async def out_of_range(request: Request, exc: Exception) -> Response:
+        # A number too large for the database's integer columns (an id in a URL, say):
+        # whatever it names cannot exist.
+        detail = "A number in the request is out of range."
+        if _wants_json(request):
+            return JSONResponse({"detail": detail}, status_code=422)
+        return templates.TemplateResponse(request, "errors/error.html",
+                                          {"status": 422, "detail": detail}, status_code=422)
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(request: Request, exc: RequestValidationError) -> Response:

@@ -62,7 +62,10 @@ def normalise_answer(doc: QuestionDoc, raw: Any) -> Any:
             raise InvalidAnswer(f"{text!r} is not a number") from None
     if not isinstance(raw, int | float):
         raise InvalidAnswer("enter a number")
-    value = float(raw)
+    try:
+        value = float(raw)
+    except OverflowError:  # an integer with hundreds of digits
+        raise InvalidAnswer("that number is too large") from None
     if not math.isfinite(value):
         raise InvalidAnswer("enter a finite number")
     return value

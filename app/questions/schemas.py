@@ -50,7 +50,8 @@ class AttemptIn(BaseModel):
     answer: StrictStr | list[StrictStr] | StrictInt | StrictFloat = Field(
         description="A choice key, a list of choice keys (multi-select), or a number."
     )
-    time_taken_ms: int | None = Field(default=None, ge=0)
+    # At most a day; the column is a 32-bit integer.
+    time_taken_ms: int | None = Field(default=None, ge=0, le=86_400_000)
 
 
 class AttemptOut(BaseModel):

@@ -193,14 +193,14 @@ def bucket_svg(rows: list[BucketRow], compute_end: float, *, title: str, desc: s
                      f'{escape(r.label)}</text>')
         parts.append(
             f'<g class="ready"><title>{escape(r.label)}: gradients ready '
-            f'{_fmt(r.first_ready)}–{_fmt(r.last_ready)} {unit}</title>'
+            f'{_fmt(r.first_ready)}–{_fmt(r.last_ready)} {escape(unit)}</title>'
             f'<rect x="{x(r.first_ready):.1f}" y="{y + 4}" '
             f'width="{max(x(r.last_ready) - x(r.first_ready), 1.5):.1f}" '
             f'height="10" rx="2" fill="{COLOURS["ready"]}"/></g>'
         )
         parts.append(
             f'<g class="reduce"><title>{escape(r.label)}: all-reduce '
-            f'{_fmt(r.reduce_start)}–{_fmt(r.reduce_end)} {unit}</title>'
+            f'{_fmt(r.reduce_start)}–{_fmt(r.reduce_end)} {escape(unit)}</title>'
             f'<rect x="{x(r.reduce_start):.1f}" y="{y + 16}" '
             f'width="{max(x(r.reduce_end) - x(r.reduce_start), 1.5):.1f}" height="12" rx="2" '
             f'fill="{COLOURS["reduce"]}"/></g>'
@@ -209,7 +209,7 @@ def bucket_svg(rows: list[BucketRow], compute_end: float, *, title: str, desc: s
         if shade_exposed and exposed > 0:
             start = max(r.reduce_start, compute_end)
             parts.append(
-                f'<g class="exposed"><title>{escape(r.label)}: {_fmt(exposed)} {unit} exposed '
+                f'<g class="exposed"><title>{escape(r.label)}: {_fmt(exposed)} {escape(unit)} exposed '
                 f'after compute ends</title><rect x="{x(start):.1f}" y="{y + 16}" '
                 f'width="{max(x(r.reduce_end) - x(start), 1.5):.1f}" height="12" '
                 f'fill="url(#hatch-{svg_id})" stroke="{COLOURS["exposed"]}"/></g>'
