@@ -118,6 +118,9 @@ def import_bank(*, db_session: Session, bank: Bank, retire_missing: bool = True)
         current = question.current_revision
         if current is None or current.content_hash != content_hash(doc):
             add_revision(db_session=db_session, question=question, doc=doc, source="import")
+            # An unpublished edit made before this import would, if published later,
+            # silently undo the import: it stays in the history, no longer pending.
+            question.draft_revision_id = None
             report.updated.append(doc.slug)
         else:
             report.unchanged.append(doc.slug)

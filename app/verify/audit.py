@@ -11,7 +11,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.db import session_scope
-from app.questions.models import STATUS_RETIRED, Question, QuestionRevision
+from app.questions.models import STATUS_PUBLISHED, Question, QuestionRevision
 from app.questions.service import revision_doc
 from app.settings import Settings
 from app.verify import service
@@ -48,7 +48,8 @@ class QuestionAudit:
 
 
 def _targets(s: Session, slug: str | None) -> list[tuple[str, QuestionRevision]]:
-    stmt = select(Question).where(Question.status != STATUS_RETIRED, Question.has_snippet)
+    # Published questions only: an author's unfinished draft is audited by its publish gate.
+    stmt = select(Question).where(Question.status == STATUS_PUBLISHED, Question.has_snippet)
     if slug:
         stmt = stmt.where(Question.slug == slug)
     return [(q.slug, q.current_revision)

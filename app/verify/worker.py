@@ -60,6 +60,8 @@ class Worker:
         self.worker_id = worker_id or new_worker_id()
         self._engine_factory = engine_factory
         self.completed = 0
+        # The run in hand, so a pool shutting down can give it back.
+        self.current_run_id: int | None = None
 
     def _engine(self) -> Any:
         if self._engine_factory is not None:
@@ -139,7 +141,11 @@ class Worker:
         job = self.claim()
         if job is None:
             return False
-        self.execute(job)
+        self.current_run_id = job.run_id
+        try:
+            self.execute(job)
+        finally:
+            self.current_run_id = None
         return True
 
     def loop(self) -> None:
@@ -186,8 +192,17 @@ class WorkerPool:
         self.wakeup.set()
 
     def shutdown(self, timeout: float | None = None) -> None:
-        """Stop taking work and wait for the runs in hand to finish."""
+        """Stop taking work and wait for the runs in hand to finish.
+
+        A run still going after `timeout` is given back to the queue without counting an
+        attempt, so another worker takes it at once instead of after its lease.
+        """
         self.stop.set()
         self.wakeup.set()
         for t in self.threads:
             t.join(timeout)
+        for w in self.workers:
+            run_id = w.current_run_id
+            if run_id is not None:
+                with session_scope(w.factory) as s:
+                    service.release_run(db_session=s, run_id=run_id, worker_id=w.worker_id)

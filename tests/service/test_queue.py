@@ -186,3 +186,14 @@ def test_oversized_result_is_trimmed_before_storing() -> None:
     capped = service.cap_result(data, limit=100_000)
     assert len(json.dumps(capped)) <= 100_000
     assert "trimmed" in capped["diagnosis"]
+
+
+def test_huge_reported_values_are_replaced_so_the_result_fits_the_cap() -> None:
+    data = {"diagnosis": "ok", "buckets": [], "ranks": [
+        {"rank": r, "events": [], "stdout": "", "stderr": "",
+         "values": {f"v{i}": [0.5] * 100_000 for i in range(5)} | {"small": 1}} for r in range(2)]}
+    capped = service.cap_result(data, limit=200_000)
+    assert len(json.dumps(capped)) <= 200_000
+    assert capped["ranks"][0]["values"]["small"] == 1
+    assert str(capped["ranks"][0]["values"]["v0"]).startswith("(not stored:")
+    assert "trimmed" in capped["diagnosis"]

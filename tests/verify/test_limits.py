@@ -43,12 +43,17 @@ def test_cpu_limit_kills_a_spinning_rank(run: Run) -> None:
 
 
 def test_output_flood_is_capped_and_stops_the_run(run: Run) -> None:
+    # Rank 1 writes its line before rank 0 starts flooding (the barrier orders them),
+    # so the flood's stop cannot race it.
     result = run("""
     import sys
+    import torch.distributed as dist
+    if rank == 1:
+        print("quiet rank", file=sys.stderr, flush=True)
+    dist.barrier()
     if rank == 0:
         while True:
             print("x" * 1000)
-    print("quiet rank", file=sys.stderr)
     """, output_bytes=8192)
     assert (result.outcome, result.limit) == ("error", "output")
     out = result.ranks[0].stdout
