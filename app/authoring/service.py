@@ -25,7 +25,7 @@ from app.authoring import bankfiles, security
 from app.authoring.models import ROLE_ADMIN, ROLES, AuditEntry, BankUpload, LoginAttempt, User
 from app.authoring.security import burn_verify, hash_password
 from app.db import utcnow
-from app.questions.bank import Bank, content_hash, doc_to_data, dump_question_yaml, load_bank
+from app.questions.bank import Bank, content_hash, dump_question_yaml, load_bank
 from app.questions.models import (
     STATUS_DRAFT,
     STATUS_PUBLISHED,
@@ -35,7 +35,15 @@ from app.questions.models import (
     Topic,
 )
 from app.questions.schema import QuestionDoc, TopicDoc
-from app.questions.service import ImportReport, export_bank, import_bank, revision_doc, upsert_topic
+from app.questions.service import (
+    ImportReport,
+    append_revision,
+    export_bank,
+    import_bank,
+    make_current,
+    revision_doc,
+    upsert_topic,
+)
 from app.verify import service as verify_service
 from app.verify.expectations import CheckResult, evaluate
 from app.verify.models import RUN_DONE, RUN_FAILED, RUN_QUEUED, RUN_RUNNING, Run, Verdict
@@ -279,31 +287,12 @@ def _ensure_topic(db_session: Session, slug: str) -> None:
                      topic=TopicDoc(title=slug.replace("-", " ").capitalize()))
 
 
-def _denormalise(question: Question, doc: QuestionDoc) -> None:
-    """Copy list fields from the revision learners see (or, unpublished, the draft)."""
-    question.topic = doc.topic
-    question.title = doc.title
-    question.difficulty = doc.difficulty
-    question.type = doc.type
-    question.tags = list(doc.tags)
-    question.has_snippet = doc.verify is not None
-
-
 def _append_revision(
     db_session: Session, question: Question, doc: QuestionDoc, *, source: str,
     user: User | None, note: str,
 ) -> QuestionRevision:
-    last = db_session.scalar(
-        select(func.max(QuestionRevision.number)).where(QuestionRevision.question_id == question.id)
-    )
-    rev = QuestionRevision(
-        question_id=question.id, number=(last or 0) + 1, content=doc_to_data(doc),
-        snippet_text=doc.snippet_text, content_hash=content_hash(doc), source=source,
-        author_id=user.id if user else None, note=note,
-    )
-    db_session.add(rev)
-    db_session.flush()
-    return rev
+    return append_revision(db_session=db_session, question=question, doc=doc, source=source,
+                           author_id=user.id if user else None, note=note)
 
 
 def _make_draft(db_session: Session, question: Question, rev: QuestionRevision, doc: QuestionDoc) -> None:
@@ -312,9 +301,7 @@ def _make_draft(db_session: Session, question: Question, rev: QuestionRevision, 
     if question.status != STATUS_PUBLISHED:
         # Nobody but authors sees an unpublished question, so its list fields and
         # its exported content follow the draft.
-        question.current_revision_id = rev.id
-        question.current_revision = rev
-        _denormalise(question, doc)
+        make_current(question=question, revision=rev, doc=doc)
     db_session.flush()
 
 
@@ -521,11 +508,9 @@ def publishable_revision(*, db_session: Session, question: Question) -> Question
 def _go_live(db_session: Session, question: Question, rev: QuestionRevision) -> None:
     doc = revision_doc(rev)
     _ensure_topic(db_session, doc.topic)
-    question.current_revision_id = rev.id
-    question.current_revision = rev
+    make_current(question=question, revision=rev, doc=doc)
     question.draft_revision_id = None
     question.status = STATUS_PUBLISHED
-    _denormalise(question, doc)
     db_session.flush()
 
 

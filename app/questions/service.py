@@ -39,7 +39,7 @@ def revision_doc(revision: QuestionRevision) -> QuestionDoc:
     return doc_from_data(revision.content, revision.snippet_text)
 
 
-def add_revision(
+def append_revision(
     *,
     db_session: Session,
     question: Question,
@@ -48,7 +48,7 @@ def add_revision(
     author_id: int | None = None,
     note: str = "",
 ) -> QuestionRevision:
-    """Append a new immutable revision and make it the question's current one."""
+    """Append a new immutable revision without changing what learners see."""
     last = db_session.scalar(
         select(func.max(QuestionRevision.number)).where(QuestionRevision.question_id == question.id)
     )
@@ -64,13 +64,34 @@ def add_revision(
     )
     db_session.add(revision)
     db_session.flush()
-    question.current_revision_id = revision.id
-    question.current_revision = revision
-    _denormalise(question, doc)
     return revision
 
 
-def _denormalise(question: Question, doc: QuestionDoc) -> None:
+def add_revision(
+    *,
+    db_session: Session,
+    question: Question,
+    doc: QuestionDoc,
+    source: str,
+    author_id: int | None = None,
+    note: str = "",
+) -> QuestionRevision:
+    """Append a new immutable revision and make it the question's current one."""
+    revision = append_revision(db_session=db_session, question=question, doc=doc, source=source,
+                               author_id=author_id, note=note)
+    make_current(question=question, revision=revision, doc=doc)
+    return revision
+
+
+def make_current(*, question: Question, revision: QuestionRevision, doc: QuestionDoc) -> None:
+    """Point the question at a revision and copy its list fields onto the question."""
+    question.current_revision_id = revision.id
+    question.current_revision = revision
+    denormalise(question, doc)
+
+
+def denormalise(question: Question, doc: QuestionDoc) -> None:
+    """Copy the fields lists filter on from the document onto the question row."""
     question.topic = doc.topic
     question.title = doc.title
     question.difficulty = doc.difficulty
