@@ -4,26 +4,20 @@ from __future__ import annotations
 
 import re
 import socket
-import uuid
 from collections.abc import Iterator
-from pathlib import Path
 from urllib.request import urlopen
 
 import pytest
 from fastapi.testclient import TestClient
 
 from app.middleware import CSP, MAX_BODY_BYTES
-from app.settings import Settings
-from tests.browser.conftest import database_with, serve
+from tests.browser.conftest import serve, settings_for
 from tests.factories import FIXTURE_BANK
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    folder: Path = tmp_path_factory.mktemp("mw")
-    settings = Settings(database_url=database_with(folder, FIXTURE_BANK),
-                        secret_key="mw-" + uuid.uuid4().hex, data_dir=folder / "data", workers=0)
-    with serve(settings) as url:
+    with serve(settings_for(tmp_path_factory.mktemp("mw"), FIXTURE_BANK, workers=0)) as url:
         yield url
 
 

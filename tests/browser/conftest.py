@@ -78,25 +78,23 @@ def database_with(folder: Path, bank: Path) -> str:
     return url
 
 
+def settings_for(folder: Path, bank: Path, *, workers: int) -> Settings:
+    """Settings for a live server on its own SQLite file in folder, with the bank imported."""
+    return Settings(database_url=database_with(folder, bank), secret_key="browser-" + uuid.uuid4().hex,
+                    data_dir=folder / "data", bank_dir=bank, workers=workers)
+
+
 @pytest.fixture(scope="session")
 def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The app at http://127.0.0.1:<port>, on its own SQLite file with the fixture bank."""
-    folder = tmp_path_factory.mktemp("live")
-    settings = Settings(database_url=database_with(folder, FIXTURE_BANK),
-                        secret_key="browser-" + uuid.uuid4().hex,
-                        data_dir=folder / "data", bank_dir=FIXTURE_BANK, workers=0)
-    with serve(settings) as url:
+    with serve(settings_for(tmp_path_factory.mktemp("live"), FIXTURE_BANK, workers=0)) as url:
         yield url
 
 
 @pytest.fixture(scope="session")
 def verify_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The app with the real question bank and one in-process verify worker (real gloo runs)."""
-    folder = tmp_path_factory.mktemp("live-verify")
-    settings = Settings(database_url=database_with(folder, REAL_BANK),
-                        secret_key="browser-" + uuid.uuid4().hex,
-                        data_dir=folder / "data", bank_dir=REAL_BANK, workers=1)
-    with serve(settings) as url:
+    with serve(settings_for(tmp_path_factory.mktemp("live-verify"), REAL_BANK, workers=1)) as url:
         yield url
 
 
