@@ -168,16 +168,14 @@ def question_list(
 # The editor ---------------------------------------------------------------------------------
 
 
-def _question_or_404(db_session: Any, slug: str, *, for_update: bool = False) -> Question:
+def _editable_question(db_session: Any, user: User, slug: str, *, for_update: bool = False) -> Question:
+    """The question this user may change: 404 if there is none, 403 if it is not theirs."""
     question = service.get_question(db_session=db_session, slug=slug, for_update=for_update)
     if question is None:
         raise HTTPException(404, f"No question called {slug!r}.")
-    return question
-
-
-def _editable_or_403(db_session: Any, user: User, question: Question) -> None:
     if not service.can_edit(db_session=db_session, user=user, question=question):
         raise HTTPException(403, "Only the question's author or an admin may change it.")
+    return question
 
 
 def _editor_ctx(
@@ -221,8 +219,7 @@ async def create_question(
 def edit_question(
     request: Request, slug: str, db_session: SessionDep, user: AuthorUser, saved: str = ""
 ) -> Response:
-    question = _question_or_404(db_session, slug)
-    _editable_or_403(db_session, user, question)
+    question = _editable_question(db_session, user, slug)
     editing = service.editing_revision(db_session=db_session, question=question)
     form = schemas.EditorForm.from_doc(revision_doc(editing), base_revision_id=editing.id)
     ctx = _editor_ctx(db_session, user, form, question)
@@ -235,8 +232,7 @@ def edit_question(
 async def save_question(
     request: Request, slug: str, db_session: SessionDep, user: AuthorUser, _: CSRF
 ) -> Response:
-    question = _question_or_404(db_session, slug, for_update=True)
-    _editable_or_403(db_session, user, question)
+    question = _editable_question(db_session, user, slug, for_update=True)
     form = schemas.EditorForm.from_form(await request.form())
     form.slug = question.slug
     doc = form.to_doc()
@@ -418,8 +414,7 @@ def _gate_ctx(db_session: Any, user: User, question: Question) -> dict[str, Any]
 
 @author.get("/questions/{slug}/gate")
 def gate_panel(request: Request, slug: str, db_session: SessionDep, user: AuthorUser) -> Response:
-    question = _question_or_404(db_session, slug)
-    _editable_or_403(db_session, user, question)
+    question = _editable_question(db_session, user, slug)
     return _page(request, "_gate.html", _gate_ctx(db_session, user, question))
 
 
@@ -428,8 +423,7 @@ async def verify_all(
     request: Request, slug: str, db_session: SessionDep, user: AuthorUser, _: CSRF
 ) -> Response:
     """Queue a run for every audited knob combination of the draft (cached ones are reused)."""
-    question = _question_or_404(db_session, slug)
-    _editable_or_403(db_session, user, question)
+    question = _editable_question(db_session, user, slug)
     form = await request.form()
     rev = service.publishable_revision(db_session=db_session, question=question)
     if rev is not None:
@@ -447,8 +441,7 @@ async def verify_all(
 async def publish(
     request: Request, slug: str, db_session: SessionDep, user: AuthorUser, _: CSRF
 ) -> Response:
-    question = _question_or_404(db_session, slug, for_update=True)
-    _editable_or_403(db_session, user, question)
+    question = _editable_question(db_session, user, slug, for_update=True)
     form = await request.form()
     try:
         if form.get("override") == "1":
@@ -470,8 +463,7 @@ async def publish(
 
 @author.post("/questions/{slug}/retire")
 def retire(slug: str, db_session: SessionDep, user: AuthorUser, _: CSRF) -> Response:
-    question = _question_or_404(db_session, slug, for_update=True)
-    _editable_or_403(db_session, user, question)
+    question = _editable_question(db_session, user, slug, for_update=True)
     service.retire(db_session=db_session, question=question, user=user)
     return RedirectResponse(f"/author/questions/{slug}/history", status_code=303)
 
@@ -483,8 +475,7 @@ def retire(slug: str, db_session: SessionDep, user: AuthorUser, _: CSRF) -> Resp
 def history(
     request: Request, slug: str, db_session: SessionDep, user: AuthorUser, published: str = ""
 ) -> Response:
-    question = _question_or_404(db_session, slug)
-    _editable_or_403(db_session, user, question)
+    question = _editable_question(db_session, user, slug)
     revisions = service.list_revisions(db_session=db_session, question=question)
     authors = {u.id: u.username for u in service.list_users(db_session=db_session)}
     return _page(request, "history.html", {
@@ -496,8 +487,7 @@ def history(
 def diff(
     request: Request, slug: str, db_session: SessionDep, user: AuthorUser, a: int = 0, b: int = 0
 ) -> Response:
-    question = _question_or_404(db_session, slug)
-    _editable_or_403(db_session, user, question)
+    question = _editable_question(db_session, user, slug)
     old = service.get_revision(db_session=db_session, question=question, number=a)
     new = service.get_revision(db_session=db_session, question=question, number=b)
     if old is None or new is None:
@@ -510,8 +500,7 @@ def diff(
 async def revert(
     request: Request, slug: str, db_session: SessionDep, user: AuthorUser, _: CSRF
 ) -> Response:
-    question = _question_or_404(db_session, slug, for_update=True)
-    _editable_or_403(db_session, user, question)
+    question = _editable_question(db_session, user, slug, for_update=True)
     number = _int_or_none(str((await request.form()).get("number") or ""))
     if number is None:
         raise HTTPException(422, "Say which revision to revert to.")
