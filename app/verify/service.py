@@ -245,7 +245,7 @@ def mark_started(*, db_session: Session, run_id: int, worker_id: str) -> None:
 
 def validate_result(result: dict[str, Any]) -> dict[str, Any]:
     """Check a result's shape with the engine's model and cap its size; raises InvalidResult."""
-    from app.verify.result import RunResult
+    from app.verify.engine.result import RunResult
 
     try:
         data = RunResult.model_validate(result).model_dump(mode="json")

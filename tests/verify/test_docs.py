@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from app.verify.result import BlockedIn, BucketRecord, RankError, RankResult, RunResult
+from app.verify.engine.result import BlockedIn, BucketRecord, RankError, RankResult, RunResult
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = (ROOT / "docs" / "run-result.md").read_text()
@@ -23,7 +23,7 @@ def test_every_result_field_is_documented() -> None:
 
 
 def test_every_event_kind_is_documented() -> None:
-    sources = "".join((ROOT / "app" / "verify" / name).read_text()
+    sources = "".join((ROOT / "app" / "verify" / "engine" / name).read_text()
                       for name in ("harness.py", "probes.py", "runner.py"))
     kinds = set(re.findall(r'emit\(\s*"(\w+)"', sources))
     kinds |= set(re.findall(r'"kind": "(\w+)"', sources))

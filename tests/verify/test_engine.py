@@ -19,7 +19,7 @@ from app.verify.engine import (
     get_engine,
     torch_version,
 )
-from app.verify.result import RESULT_VERSION, RunResult
+from app.verify.engine.result import RESULT_VERSION, RunResult
 
 
 def test_check_snippet_reports_the_line_of_a_syntax_error() -> None:

@@ -1,6 +1,6 @@
 """The warm forkserver: imports torch and everything DDP needs once, then forks a leader per run.
 
-Started by `pool.Pool` as `python -m app.verify.zygote FD` with a scrubbed
+Started by `pool.Pool` as `python -m app.verify.engine.zygote FD` with a scrubbed
 environment. It preloads, freezes the heap out of the garbage collector's reach
 (so a rank's gc pass costs microseconds, not 100+ ms), says "ready" on FD and
 then waits for requests: each is one SOCK_SEQPACKET message carrying the run's
@@ -42,8 +42,8 @@ PRELOAD = (
     "torch.nn.functional",
     "torch.utils.data",
     "torch.utils.data.distributed",
-    "app.verify.harness",
-    "app.verify.leader",
+    "app.verify.engine.harness",
+    "app.verify.engine.leader",
 )
 
 
@@ -56,7 +56,7 @@ def preload() -> None:
 
 def serve(sock: socket.socket) -> None:
     """Hand each run to the spare leader (forked in advance), or fork one if none is ready."""
-    from app.verify.leader import MAX_FDS, leader_main, spare_main
+    from app.verify.engine.leader import MAX_FDS, leader_main, spare_main
 
     me = os.getpid()
     spare: tuple[int, socket.socket] | None = None

@@ -29,8 +29,8 @@ from typing import Any, NoReturn
 import torch
 import torch.distributed as dist
 
-from app.verify import _linux
-from app.verify.probes import SNIPPET_FILE, Probes
+from app.verify.engine import _linux
+from app.verify.engine.probes import SNIPPET_FILE, Probes
 
 # Beyond these a rank stops sending events and says so once; the runner has its own cap.
 MAX_EVENT_BYTES = 8 * 2**20

@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from app.verify.limits import Limits
-from app.verify.result import BlockedIn, LimitName, Outcome, RankError, RankResult
+from app.verify.engine.limits import Limits
+from app.verify.engine.result import BlockedIn, LimitName, Outcome, RankError, RankResult
 
 _PEER_GONE = re.compile(
     r"closed by peer|reset by peer|broken pipe|connection refused|ECONNRESET|EPIPE|"

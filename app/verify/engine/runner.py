@@ -19,11 +19,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.verify.diagnosis import RunFacts, diagnose
-from app.verify.errors import EngineFailure
-from app.verify.limits import Limits
-from app.verify.pool import Pool
-from app.verify.result import BucketRecord, RankError, RankResult, RunResult
+from app.verify.engine.diagnosis import RunFacts, diagnose
+from app.verify.engine.errors import EngineFailure
+from app.verify.engine.limits import Limits
+from app.verify.engine.pool import Pool
+from app.verify.engine.result import BucketRecord, RankError, RankResult, RunResult
 
 # The leader must report that the ranks exist within this long.
 START_WAIT_S = 15.0

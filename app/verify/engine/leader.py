@@ -28,7 +28,7 @@ from typing import Any, NoReturn
 
 import torch.distributed as dist
 
-from app.verify import _linux, harness
+from app.verify.engine import _linux, harness
 
 # How long the ranks get to write their Python stacks before SIGKILL.
 STACK_DUMP_WAIT_S = 0.2

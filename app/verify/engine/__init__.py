@@ -20,11 +20,11 @@ from functools import lru_cache
 from importlib import metadata
 from typing import Any
 
-from app.verify import runner
-from app.verify.errors import EngineFailure, SnippetSyntaxError
-from app.verify.limits import Limits
-from app.verify.pool import Pool
-from app.verify.result import RESULT_VERSION, BucketRecord, RankResult, RunResult
+from app.verify.engine import runner
+from app.verify.engine.errors import EngineFailure, SnippetSyntaxError
+from app.verify.engine.limits import Limits
+from app.verify.engine.pool import Pool
+from app.verify.engine.result import RESULT_VERSION, BucketRecord, RankResult, RunResult
 
 __all__ = [
     "HARNESS_VERSION",

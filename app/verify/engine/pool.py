@@ -1,4 +1,4 @@
-"""The engine's handle on the warm forkserver (app.verify.zygote): start, restart, send runs.
+"""The engine's handle on the warm forkserver (app.verify.engine.zygote): start, restart, send runs.
 
 The engine process itself never imports torch. It starts the forkserver once,
 lazily, with a scrubbed environment, and restarts it transparently when it has
@@ -18,11 +18,11 @@ import threading
 import time
 from pathlib import Path
 
-from app.verify.errors import EngineFailure
+from app.verify.engine.errors import EngineFailure
 
 # The first start imports torch from disk; a cold cache can take a while.
 START_TIMEOUT_S = 120.0
-_ROOT = Path(__file__).resolve().parent.parent.parent
+_ROOT = Path(__file__).resolve().parents[3]
 
 
 def _forkserver_env() -> dict[str, str]:
@@ -98,7 +98,7 @@ class Pool:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             self._proc = subprocess.Popen(
-                [self._python, "-m", "app.verify.zygote", str(theirs.fileno())],
+                [self._python, "-m", "app.verify.engine.zygote", str(theirs.fileno())],
                 pass_fds=[theirs.fileno()], env=_forkserver_env(), cwd=str(_ROOT),
                 stdin=subprocess.DEVNULL, stdout=self._log, stderr=self._log,
                 # Its own session: a Ctrl-C meant for the engine's terminal must not reach it.
