@@ -174,11 +174,21 @@ class BucketOrderCheck(Strict):
 
 
 class Expectation(Strict):
-    """One declarative check on a measured run; exactly one check field is set."""
+    """One declarative check on a measured run; exactly one check field is set.
+
+    `supports`, `rules_out` and `is_answer` bind the check to the answer key: a
+    passing check shows the named choices right (or wrong), or, for a numeric
+    question, measures the value the key must equal (key_binding_problems).
+    """
 
     label: str = Field(min_length=1)
     # Only applies to runs whose params match every entry here.
     when: dict[str, KnobValue] = {}
+    supports: list[str] = []
+    rules_out: list[str] = []
+    is_answer: bool = False
+    # Ids of the facts this check measures (docs/coverage.md is generated from them).
+    facts: list[Annotated[str, Field(pattern=SLUG_RE)]] = []
     value: ValueCheck | None = None
     outcome: Literal["ok", "error", "timeout"] | None = None
     blocked: BlockedCheck | None = None
@@ -292,6 +302,8 @@ class QuestionDoc(Strict):
     explanation: str = Field(min_length=1)
     trace: Trace | None = None
     verify: VerifyBlock | None = None
+    # Choices no run can show right or wrong (reasoning, hardware), with the reason.
+    explained: dict[str, str] = {}
     # The snippet's text; filled in by the loader from verify.snippet, never written in YAML.
     snippet_text: str | None = Field(default=None, exclude=True)
 
@@ -357,3 +369,74 @@ class TopicDoc(Strict):
     title: str = Field(min_length=1)
     description: str = ""
     position: int = 100
+
+
+def key_binding_problems(doc: QuestionDoc) -> list[FieldError]:
+    """Where the answer key and the expectations disagree, or a choice is left unaccounted for.
+
+    Static: it reads the document only. With every expectation passing on a real run
+    (the gate), an empty list means the key is what torch measured.
+    """
+    if doc.verify is None:
+        return []
+    problems: list[FieldError] = []
+    expect = doc.verify.expect
+    if doc.effective_format == "numeric":
+        assert doc.answer is not None
+        answers = [(i, e) for i, e in enumerate(expect) if e.is_answer]
+        if not answers:
+            problems.append(FieldError(("verify", "expect"),
+                                       "a measured numeric question needs an expectation with "
+                                       "is_answer: true (the key is the measured value)"))
+        for i, e in answers:
+            if e.value is None or isinstance(e.value.equals, bool) or not isinstance(
+                    e.value.equals, int | float):
+                problems.append(FieldError(("verify", "expect", i, "is_answer"),
+                                           f"expect[{i}] is_answer needs a value check of one number"))
+            elif not doc.answer.accepts(float(e.value.equals)):
+                problems.append(FieldError(
+                    ("answer", "value"),
+                    f"the key {doc.answer.value:g} disagrees with expect[{i}], which measures "
+                    f"{e.value.equals:g}"))
+        for i, e in enumerate(expect):
+            if e.supports or e.rules_out:
+                problems.append(FieldError(("verify", "expect", i),
+                                           f"expect[{i}]: a numeric question has no choices to support"))
+        return problems
+    keys = {c.key for c in doc.choices}
+    correct = set(doc.correct_keys)
+    supported: set[str] = set()
+    ruled_out: set[str] = set()
+    for i, e in enumerate(expect):
+        if e.is_answer:
+            problems.append(FieldError(("verify", "expect", i, "is_answer"),
+                                       f"expect[{i}]: is_answer is for numeric questions"))
+        for field_name, named in (("supports", e.supports), ("rules_out", e.rules_out)):
+            for key in named:
+                if key not in keys:
+                    problems.append(FieldError(("verify", "expect", i, field_name),
+                                               f"expect[{i}].{field_name} names no choice {key!r}"))
+        for key in e.supports:
+            if key in keys and key not in correct:
+                problems.append(FieldError(
+                    ("verify", "expect", i, "supports"),
+                    f"expect[{i}] ({e.label!r}) supports choice {key}, but the key marks it wrong"))
+        for key in e.rules_out:
+            if key in correct:
+                problems.append(FieldError(
+                    ("verify", "expect", i, "rules_out"),
+                    f"expect[{i}] ({e.label!r}) rules out choice {key}, but the key marks it right"))
+        supported.update(e.supports)
+        ruled_out.update(e.rules_out)
+    for key in doc.explained:
+        if key not in keys:
+            problems.append(FieldError(("explained", key), f"explained names no choice {key!r}"))
+    for key in sorted(correct - supported - set(doc.explained)):
+        problems.append(FieldError(
+            "choices", f"choice {key} is marked right but no expectation supports it "
+                       "(add it to an expectation's supports, or explain it under explained)"))
+    for key in sorted(keys - correct - ruled_out - set(doc.explained)):
+        problems.append(FieldError(
+            "choices", f"choice {key} is marked wrong but no expectation rules it out "
+                       "(add it to an expectation's rules_out, or explain it under explained)"))
+    return problems
