@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from app.questions.schema import FieldError, QuestionDoc, TopicDoc
+from app.questions.schema import FieldError, QuestionDoc, TopicDoc, key_binding_problems
 
 TOPIC_FILE = "_topic.yaml"
 # A question file larger than this is almost certainly a mistake (a pasted log).
@@ -158,6 +158,11 @@ def load_question_file(path: Path, root: Path) -> tuple[QuestionDoc | None, list
             BankError(rel, "slug", f"is {doc.slug!r} but the file is named {path.name!r}",
                       _line_of(node, ("slug",)))
         )
+    # The answer key must agree with what the expectations measure (docs/question-format.md,
+    # "Binding expectations to the key"); the gate then runs them, so a key that moved
+    # without its expectations is caught here, before any run.
+    for problem in key_binding_problems(doc):
+        errors.append(BankError(rel, _field_name(problem.loc), str(problem), _line_of(node, problem.loc)))
     snippet_text = None
     if doc.verify is not None:
         snippet_path = path.parent / doc.verify.snippet
