@@ -60,6 +60,8 @@ def db_upgrade() -> None:
 
 
 def _check(directory: Path) -> int:
+    from app.questions.fairness import check_fairness
+
     bank = load_bank(directory)
     for error in bank.errors:
         # Escaped: "[field]" is not rich markup. Unwrapped: one error per line, greppable.
@@ -67,7 +69,17 @@ def _check(directory: Path) -> int:
     if bank.errors:
         err.print(f"{len(bank.errors)} error(s) in {directory}")
         return 1
-    out.print(f"{len(bank.questions)} questions in {len(bank.topics)} topics: all valid.")
+    fairness = check_fairness(bank.questions)
+    for finding in fairness.warnings:
+        err.print(f"[yellow]warning[/yellow] {escape(str(finding))}", highlight=False, soft_wrap=True)
+    for finding in fairness.errors:
+        err.print(f"[red]error[/red] {escape(str(finding))}", highlight=False, soft_wrap=True)
+    out.print(f"Fairness: {escape(fairness.summary())}.", highlight=False, soft_wrap=True)
+    if fairness.errors:
+        err.print(f"{len(fairness.errors)} bank-wide fairness error(s) in {directory}")
+        return 1
+    out.print(f"{len(bank.questions)} questions in {len(bank.topics)} topics: all valid"
+              f" ({len(fairness.warnings)} fairness warning(s)).")
     return 0
 
 
@@ -76,7 +88,7 @@ BankDir = Annotated[Path | None, typer.Argument(help="Bank folder (default: DDPD
 
 @bank_app.command("check")
 def bank_check(directory: BankDir = None) -> None:
-    """Validate the bank files without touching the database."""
+    """Validate the bank files and their fairness without touching the database."""
     raise typer.Exit(_check(directory or get_settings().bank_dir))
 
 

@@ -75,7 +75,7 @@ def test_help_lists_the_commands(ddpdrill: Run) -> None:
 def test_bank_check_exits_0_on_a_valid_bank(ddpdrill: Run) -> None:
     result = ddpdrill("bank", "check", FIXTURE_BANK)
     assert result.exit_code == 0, result.output
-    assert "5 questions in 2 topics: all valid." in result.stdout
+    assert "5 questions in 2 topics: all valid" in result.stdout
 
 
 def test_bank_check_reads_DDPDRILL_BANK_DIR_by_default(ddpdrill: Run) -> None:
