@@ -55,7 +55,5 @@ dist.barrier()  # nobody exits (closing its connections) until every rank has re
 sent = after - before
 report("bytes_sent", sent)
 report("sent_over_size", round(sent / size_bytes, 2))
-# The same multiple applied to a 1000 MB tensor, in MB.
-report("sent_mb_per_1000mb", round(sent / size_bytes * 1000, 1))
 report("ring_formula", round(2 * (world_size - 1) / world_size, 2))
 report("sum_is_correct", bool(grad[0].item() == world_size))
