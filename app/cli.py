@@ -92,6 +92,39 @@ def bank_check(directory: BankDir = None) -> None:
     raise typer.Exit(_check(directory or get_settings().bank_dir))
 
 
+@bank_app.command("coverage")
+def bank_coverage(
+    directory: BankDir = None,
+    output: Annotated[Path | None, typer.Option(
+        help="File to write (default: docs/coverage.md beside the bank folder).")] = None,
+    check: Annotated[bool, typer.Option(
+        "--check", help="Write nothing; exit 1 if the file differs from what would be written.")] = False,
+) -> None:
+    """Generate docs/coverage.md from the bank's fact list and the facts its expectations measure."""
+    from app.questions.facts import FACTS_FILE, default_coverage_path, render_coverage
+
+    bank_dir = directory or get_settings().bank_dir
+    bank = load_bank(bank_dir)
+    for error in bank.errors:
+        err.print(f"[red]error[/red] {escape(str(error))}", highlight=False, soft_wrap=True)
+    if bank.errors:
+        raise typer.Exit(1)
+    if bank.facts is None:
+        err.print(f"No {FACTS_FILE} in {bank_dir}.")
+        raise typer.Exit(1)
+    target = output or default_coverage_path(bank_dir)
+    text = render_coverage(bank.facts, bank.questions)
+    if check:
+        current = target.read_text(encoding="utf-8") if target.is_file() else ""
+        if current != text:
+            err.print(f"{target} is stale: run `ddpdrill bank coverage`.")
+            raise typer.Exit(1)
+        out.print(f"{target} is up to date.")
+        return
+    target.write_text(text, encoding="utf-8")
+    out.print(f"Wrote {target}.")
+
+
 def import_directory(settings: Settings, directory: Path) -> int:
     """Validate, then import all of the bank in one transaction; 1 on any error."""
     bank = load_bank(directory)
