@@ -4,7 +4,8 @@ app.db imports it whenever an engine or session factory is made, and Alembic's e
 imports it, so a model added here is known to every entry point.
 """
 
-from app.authoring.models import AuditEntry, User
+from app.accounts.models import AuditEntry, LoginAttempt, User
+from app.authoring.models import BankUpload
 from app.db import Base
 from app.practice.models import Attempt, Learner, Quiz, QuizItem, ReviewCard
 from app.questions.models import Question, QuestionRevision, Topic
@@ -13,8 +14,10 @@ from app.verify.models import Run, Verdict
 __all__ = [
     "Attempt",
     "AuditEntry",
+    "BankUpload",
     "Base",
     "Learner",
+    "LoginAttempt",
     "Question",
     "QuestionRevision",
     "Quiz",
