@@ -17,7 +17,8 @@ report("training_steps", step + 1)
 
 if rank == 0:
     ddp.eval()
-    with torch.no_grad():
+    no_autograd = torch.inference_mode if params.get("grad_mode") == "inference_mode" else torch.no_grad
+    with no_autograd():
         x = torch.randn(8, 4)
         # The line that matters: the wrapper's forward, or the bare module's.
         y = ddp(x) if params["eval_via"] == "ddp" else ddp.module(x)
