@@ -26,7 +26,7 @@ mode = params["mode"]
 ddp = DDP(model, find_unused_parameters=(mode == "find_unused"), static_graph=(mode == "static_graph"))
 done = 0
 report("iterations_done", done)
-for step in range(3):
+for _ in range(3):
     ddp(torch.randn(2, 4, requires_grad=True) + rank).sum().backward()
     done += 1
     report("iterations_done", done)

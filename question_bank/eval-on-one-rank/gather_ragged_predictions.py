@@ -16,6 +16,6 @@ else:
     padded = torch.cat([preds, torch.zeros(longest - len(preds))])
     out = [torch.empty(longest) for _ in range(world_size)]
     dist.all_gather(out, padded)
-    gathered = [t[: int(n)].tolist() for t, n in zip(out, lengths)]
+    gathered = [t[: int(n)].tolist() for t, n in zip(out, lengths, strict=True)]
 report("total_predictions", sum(len(g) for g in gathered))
 report("gathered_from_rank1_ok", gathered[1] == [10.0, 11.0])

@@ -14,7 +14,7 @@ if rank == 0:
     try:
         dist.all_reduce(torch.ones(4), group=group)
         report("completed", True)
-    except Exception as e:  # noqa: BLE001 - we want to see exactly what is raised
+    except Exception as e:  # we want to see exactly what is raised
         waited = time.perf_counter() - t0
         report("exception_type", type(e).__name__)
         report("is_runtime_error", isinstance(e, RuntimeError))

@@ -1,6 +1,5 @@
 # After a restart, one node picked up a different config: rank 1 builds a
 # wider hidden layer. What happens when both construct DDP?
-import torch
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel as DDP
 
