@@ -1,5 +1,6 @@
 # Rank 0 predicted 3 samples, rank 1 only 2 (the last uneven batch). Gather
-# every prediction onto every rank to compute a metric.
+# every prediction onto every rank to compute a metric. (With plain all_gather
+# the sizes disagree: rank 1 aborts, and rank 0 races it — see the diagnosis.)
 import torch
 import torch.distributed as dist
 
