@@ -1,6 +1,11 @@
-"""Imports every model so that metadata (and Alembic) sees all tables."""
+"""The one list of models. Importing it registers every table on Base.metadata.
 
-from app.authoring.models import AuditEntry, User
+app.db imports it whenever an engine or session factory is made, and Alembic's env
+imports it, so a model added here is known to every entry point.
+"""
+
+from app.accounts.models import AuditEntry, LoginAttempt, User
+from app.authoring.models import BankUpload
 from app.db import Base
 from app.practice.models import Attempt, Learner, Quiz, QuizItem, ReviewCard
 from app.questions.models import Question, QuestionRevision, Topic
@@ -9,8 +14,10 @@ from app.verify.models import Run, Verdict
 __all__ = [
     "Attempt",
     "AuditEntry",
+    "BankUpload",
     "Base",
     "Learner",
+    "LoginAttempt",
     "Question",
     "QuestionRevision",
     "Quiz",
