@@ -7,7 +7,7 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 torch.manual_seed(rank)  # deliberately different initial weights per rank
-model = nn.Linear(2, 1, bias=False)
+model = nn.Linear(3, 1, bias=False)
 if params["wrapper"] == "dataparallel":
     wrapped = nn.DataParallel(model)  # on this CPU-only machine: no devices, no threads
 else:
@@ -21,7 +21,7 @@ def same_on_all_ranks(t):
 
 
 report("weights_agree_after_wrapping", same_on_all_ranks(model.weight.detach()))
-wrapped(torch.full((1, 2), float(rank + 1))).sum().backward()
+wrapped(torch.full((1, 3), 2.0 * rank + 1)).sum().backward()
 report("grad", model.weight.grad)
 report("grads_agree", same_on_all_ranks(model.weight.grad))
 report("first_state_dict_key", next(iter(wrapped.state_dict())))
