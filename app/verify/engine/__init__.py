@@ -21,7 +21,7 @@ from importlib import metadata
 from typing import Any
 
 from app.verify.engine import runner
-from app.verify.engine.errors import EngineFailure, SnippetSyntaxError
+from app.verify.engine.errors import EngineFailure, SandboxUnavailable, SnippetSyntaxError
 from app.verify.engine.limits import Limits
 from app.verify.engine.pool import Pool
 from app.verify.engine.result import RESULT_VERSION, BucketRecord, RankResult, RunResult
@@ -36,6 +36,7 @@ __all__ = [
     "Limits",
     "RankResult",
     "RunResult",
+    "SandboxUnavailable",
     "SnippetSyntaxError",
     "check_snippet",
     "get_engine",
@@ -73,13 +74,18 @@ def check_snippet(code: str) -> None:
 class Engine:
     """Runs snippets on fresh gloo ranks forked from one warm forkserver."""
 
-    def __init__(self, *, python: str | None = None) -> None:
-        self._pool = Pool(python=python)
+    def __init__(self, *, python: str | None = None, sandbox: bool = True) -> None:
+        self._pool = Pool(python=python, sandbox=sandbox)
         self._closed = False
 
     @property
     def forkserver_pid(self) -> int | None:
         return self._pool.pid
+
+    @property
+    def sandboxed(self) -> bool:
+        """Whether runs happen inside the namespace sandbox (docs/sandbox.md)."""
+        return self._pool.sandbox
 
     @property
     def forkserver_starts(self) -> int:
@@ -144,7 +150,9 @@ def get_engine() -> Engine:
     global _engine, _engine_pid
     with _engine_lock:
         if _engine is None or _engine_pid != os.getpid() or _engine._closed:
-            _engine = Engine()
+            from app.settings import get_settings
+
+            _engine = Engine(sandbox=get_settings().sandbox)
             _engine_pid = os.getpid()
             atexit.register(_engine.close)
         return _engine

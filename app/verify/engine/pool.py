@@ -18,16 +18,17 @@ import threading
 import time
 from pathlib import Path
 
-from app.verify.engine.errors import EngineFailure
+from app.verify.engine.errors import EngineFailure, SandboxUnavailable
 
 # The first start imports torch from disk; a cold cache can take a while.
 START_TIMEOUT_S = 120.0
 _ROOT = Path(__file__).resolve().parents[3]
 
 
-def _forkserver_env() -> dict[str, str]:
+def _forkserver_env(sandbox: bool) -> dict[str, str]:
     """Only what the forkserver needs: none of the app's settings or secrets."""
     return {
+        "DDPDRILL_SANDBOX": "on" if sandbox else "off",
         "PATH": "/usr/local/bin:/usr/bin:/bin",
         "LANG": "C.UTF-8",
         "HOME": tempfile.gettempdir(),
@@ -40,8 +41,10 @@ def _forkserver_env() -> dict[str, str]:
 class Pool:
     """One forkserver process; thread-safe."""
 
-    def __init__(self, *, python: str | None = None, start_timeout_s: float = START_TIMEOUT_S):
+    def __init__(self, *, python: str | None = None, start_timeout_s: float = START_TIMEOUT_S,
+                 sandbox: bool = True):
         self._python = python or sys.executable
+        self.sandbox = sandbox
         self._start_timeout_s = start_timeout_s
         self._lock = threading.Lock()
         self._proc: subprocess.Popen[bytes] | None = None
@@ -99,7 +102,7 @@ class Pool:
         try:
             self._proc = subprocess.Popen(
                 [self._python, "-m", "app.verify.engine.zygote", str(theirs.fileno())],
-                pass_fds=[theirs.fileno()], env=_forkserver_env(), cwd=str(_ROOT),
+                pass_fds=[theirs.fileno()], env=_forkserver_env(self.sandbox), cwd=str(_ROOT),
                 stdin=subprocess.DEVNULL, stdout=self._log, stderr=self._log,
                 # Its own session: a Ctrl-C meant for the engine's terminal must not reach it.
                 start_new_session=True,
@@ -115,10 +118,13 @@ class Pool:
             left = deadline - time.monotonic()
             ready, _, _ = select.select([ours], [], [], max(0.0, min(left, 0.5)))
             if ready:
-                msg = ours.recv(64)
+                msg = ours.recv(4096)
                 if msg.startswith(b"ready"):
                     self.starts += 1
                     return
+                if msg.startswith(b"error "):
+                    self._stop()
+                    raise SandboxUnavailable(msg[6:].decode(errors="replace"))
             if self._proc.poll() is not None or left <= 0:
                 tail = self.log_tail()
                 self._stop()
