@@ -225,7 +225,7 @@ def _rank(spec: dict[str, Any], rank: int, fds: tuple[int, int, int], port: int,
     world_size = int(spec["world_size"])
     limits = spec["limits"]
     if sandbox.active:
-        sandbox.confine_rank(leader_pid, int(limits.get("processes", 256)))
+        sandbox.confine_rank(leader_pid, int(limits["processes"]))
         # Changing uid cleared the parent-death signal: ask again, and check again.
         _linux.die_with_parent()
         if os.getppid() != leader_pid:

@@ -9,8 +9,8 @@ from typing import Any
 MAX_TIMEOUT_S = 600.0
 # Importing torch and running a DDP step needs ~740 MiB of address space per rank.
 MIN_MEMORY_BYTES = 1024**3
-# Threads count too: eight ranks with gloo's threads need well over a hundred.
-MIN_PROCESSES = 256
+# Threads count too: eight DDP ranks have 32 between them.
+MIN_PROCESSES = 48
 
 
 @dataclass(frozen=True)
@@ -26,8 +26,8 @@ class Limits:
     # Per rank and per stream (stdout, stderr); more than this stops the run.
     output_bytes: int = 64 * 1024
     # Processes and threads of the whole run together (RLIMIT_NPROC of the run's own uid;
-    # sandboxed runs only). Eight idle DDP ranks use about 100.
-    processes: int = 512
+    # sandboxed runs only). Eight DDP ranks use 32 (four threads each).
+    processes: int = 128
     # The run's scratch folder (a tmpfs; sandboxed runs only).
     scratch_bytes: int = 64 * 1024**2
 

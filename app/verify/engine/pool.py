@@ -25,10 +25,9 @@ START_TIMEOUT_S = 120.0
 _ROOT = Path(__file__).resolve().parents[3]
 
 
-def _forkserver_env(sandbox: bool) -> dict[str, str]:
+def _forkserver_env() -> dict[str, str]:
     """Only what the forkserver needs: none of the app's settings or secrets."""
     return {
-        "DDPDRILL_SANDBOX": "on" if sandbox else "off",
         "PATH": "/usr/local/bin:/usr/bin:/bin",
         "LANG": "C.UTF-8",
         "HOME": tempfile.gettempdir(),
@@ -101,8 +100,9 @@ class Pool:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             self._proc = subprocess.Popen(
-                [self._python, "-m", "app.verify.engine.zygote", str(theirs.fileno())],
-                pass_fds=[theirs.fileno()], env=_forkserver_env(self.sandbox), cwd=str(_ROOT),
+                [self._python, "-m", "app.verify.engine.zygote", str(theirs.fileno()),
+                 "sandbox" if self.sandbox else "no-sandbox"],
+                pass_fds=[theirs.fileno()], env=_forkserver_env(), cwd=str(_ROOT),
                 stdin=subprocess.DEVNULL, stdout=self._log, stderr=self._log,
                 # Its own session: a Ctrl-C meant for the engine's terminal must not reach it.
                 start_new_session=True,

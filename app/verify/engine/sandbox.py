@@ -47,6 +47,7 @@ MS_BIND = 4096
 MS_REC = 16384
 MS_PRIVATE = 1 << 18
 MNT_DETACH = 2
+_PR_SET_DUMPABLE = 4
 _PR_SET_NO_NEW_PRIVS = 38
 _SIOCGIFFLAGS = 0x8913
 _SIOCSIFFLAGS = 0x8914
@@ -65,8 +66,7 @@ SCRATCH_DIR = "/tmp"
 SCRATCH_INODES = 4096
 HOSTNAME = "ddpdrill-sandbox"
 ALL_NAMESPACES = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS
-_ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "nsswitch.conf",
-              "host.conf", "alternatives")
+_ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "alternatives")
 _DEVICES = ("null", "zero", "full", "random", "urandom")
 _SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32")
 
@@ -288,7 +288,11 @@ def _build_root(app_dir: Path) -> None:
     (etc / "passwd").write_text("root:x:0:0:sandbox:/tmp:/bin/false\n"
                                 "snippet:x:1000:1000:snippet:/tmp:/bin/false\n")
     (etc / "group").write_text("root:x:0:\nsnippet:x:1000:\n")
-    (etc / "hosts").write_text(f"127.0.0.1 localhost {HOSTNAME}\n::1 localhost\n")
+    # gloo and the TCPStore look up their peers' names: only this file may answer
+    # (there is no DNS inside), including for the IPv4-mapped form of loopback.
+    (etc / "hosts").write_text(f"127.0.0.1 localhost {HOSTNAME}\n::1 localhost\n"
+                               "::ffff:127.0.0.1 localhost\n")
+    (etc / "nsswitch.conf").write_text("passwd: files\ngroup: files\nhosts: files\n")
     (etc / "hostname").write_text(HOSTNAME + "\n")
 
     dev = new + "/dev"
@@ -369,6 +373,9 @@ def confine_rank(leader_pid: int, processes: int) -> None:
     os.setgroups([])
     os.setresgid(uid, uid, uid)
     os.setresuid(uid, uid, uid)
+    # Changing uid made the process non-dumpable, which hides its own /proc/self
+    # files from it; only processes of this run's uid could look at it anyway.
+    _check(_libc.prctl(_PR_SET_DUMPABLE, 1, 0, 0, 0), "prctl(DUMPABLE)")
     no_new_privs()
     # Counted per uid, threads included, across the run's ranks.
     resource.setrlimit(resource.RLIMIT_NPROC, (processes, processes))

@@ -148,7 +148,7 @@ def _reap() -> dict[int, int]:
 
 def main() -> None:
     sock = socket.socket(fileno=int(sys.argv[1]))
-    if os.environ.get("DDPDRILL_SANDBOX", "on") != "off":
+    if sys.argv[2:3] != ["no-sandbox"]:
         try:
             # Returns in the sandboxed forkserver (PID 1 of its own namespace).
             sandbox.enter(sock, Path(__file__).resolve().parents[2])
