@@ -252,15 +252,16 @@ def worker(
 
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, _stop)
+    from app.verify.engine import get_engine, sandbox_status
+
+    out.print(f"Sandbox {sandbox_status(settings.sandbox)[0]}: {sandbox_status(settings.sandbox)[1]}.")
     pool.start()
     out.print(f"{concurrency} worker(s) waiting for runs.")
     while not stopping.wait(0.5):
         pass
     pool.shutdown()
     engine.dispose()
-    from app.verify.engine import get_engine
-
-    get_engine().close()
+    get_engine(sandbox=settings.sandbox).close()
     out.print("Workers stopped.")
 
 

@@ -25,6 +25,7 @@ from app.verify.engine.errors import EngineFailure, SandboxUnavailable, SnippetS
 from app.verify.engine.limits import Limits
 from app.verify.engine.pool import Pool
 from app.verify.engine.result import RESULT_VERSION, BucketRecord, RankResult, RunResult
+from app.verify.engine.sandbox import probe as sandbox_probe
 
 __all__ = [
     "HARNESS_VERSION",
@@ -40,6 +41,7 @@ __all__ = [
     "SnippetSyntaxError",
     "check_snippet",
     "get_engine",
+    "sandbox_status",
     "torch_version",
 ]
 
@@ -69,6 +71,24 @@ def check_snippet(code: str) -> None:
         raise SnippetSyntaxError(exc.msg, exc.lineno, exc.offset) from None
     except (ValueError, RecursionError, MemoryError) as exc:  # null bytes, absurd nesting
         raise SnippetSyntaxError(str(exc) or type(exc).__name__) from None
+
+
+@lru_cache(maxsize=2)
+def sandbox_status(enabled: bool) -> tuple[str, str]:
+    """("on" | "off" | "unavailable", a sentence for the log): what runs will be confined by.
+
+    "unavailable" means the setting asks for the sandbox and the host cannot build
+    it: runs then fail with SandboxUnavailable rather than run unconfined.
+    """
+    if not enabled:
+        return "off", ("snippets run WITHOUT the sandbox (DDPDRILL_SANDBOX=off): they can reach "
+                       "everything the server can (docs/sandbox.md)")
+    reason = sandbox_probe()
+    if reason is not None:
+        return "unavailable", (f"the verify sandbox is unavailable: {reason}. Verify runs will be "
+                               "refused; set DDPDRILL_SANDBOX=off to run snippets unsandboxed "
+                               "(docs/sandbox.md)")
+    return "on", "snippets run in the namespace sandbox (docs/sandbox.md)"
 
 
 class Engine:
@@ -145,14 +165,22 @@ _engine_pid: int | None = None
 _engine_lock = threading.Lock()
 
 
-def get_engine() -> Engine:
-    """The process-wide engine; its forkserver starts on first use (per process, fork-safe)."""
-    global _engine, _engine_pid
-    with _engine_lock:
-        if _engine is None or _engine_pid != os.getpid() or _engine._closed:
-            from app.settings import get_settings
+def get_engine(*, sandbox: bool | None = None) -> Engine:
+    """The process-wide engine; its forkserver starts on first use (per process, fork-safe).
 
-            _engine = Engine(sandbox=get_settings().sandbox)
+    `sandbox` defaults to the DDPDRILL_SANDBOX setting; asking for the other mode
+    replaces the engine.
+    """
+    global _engine, _engine_pid
+    if sandbox is None:
+        from app.settings import get_settings
+
+        sandbox = get_settings().sandbox
+    with _engine_lock:
+        if _engine is not None and _engine_pid == os.getpid() and _engine.sandboxed != sandbox:
+            _engine.close()
+        if _engine is None or _engine_pid != os.getpid() or _engine._closed:
+            _engine = Engine(sandbox=sandbox)
             _engine_pid = os.getpid()
             atexit.register(_engine.close)
         return _engine
