@@ -15,6 +15,8 @@ import os
 import shutil
 import signal
 import socket
+import threading
+import time
 import urllib.request
 import uuid
 from collections.abc import Iterator
@@ -24,7 +26,7 @@ import pytest
 
 from app.migrate import upgrade
 from app.settings import Settings
-from app.verify.engine import Engine
+from app.verify.engine import Engine, EngineFailure, sandbox
 from tests.browser.conftest import serve
 from tests.factories import FIXTURE_BANK
 from tests.verify.conftest import Run
@@ -260,6 +262,60 @@ for name in os.listdir("/proc"):
 report("uids", found)
 """, world_size=1)
     assert uid not in later.ranks[0].values["uids"]
+
+
+def _host_processes() -> list[tuple[int, int, int, str]]:
+    """(pid, real uid, parent pid, command line) of every host process, as the host sees them."""
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            status = Path(f"/proc/{name}/status").read_text()
+            cmdline = Path(f"/proc/{name}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+        found.append((int(name), int(fields["Uid"].split()[0]), int(fields["PPid"].split()[0]),
+                      cmdline.strip()))
+    return found
+
+
+def test_a_run_whose_leader_is_killed_leaves_nothing_behind(run: Run) -> None:
+    # The leader normally kills the run's leftovers; if it dies first, the
+    # forkserver kills every process of the run's uid.
+    first_run_uid = sandbox.HOST_UID_BASE + sandbox.RUN_UID_BASE
+    outcome: list[object] = []
+
+    def go() -> None:
+        try:
+            outcome.append(run("""
+import subprocess, time
+subprocess.run(["sh", "-c", "setsid sleep 307 >/dev/null 2>&1 &"], check=True)
+time.sleep(60)
+""", world_size=1, timeout_s=30))
+        except EngineFailure as exc:
+            outcome.append(exc)
+
+    thread = threading.Thread(target=go)
+    thread.start()
+    deadline = time.monotonic() + 20
+    sleeper = None
+    while sleeper is None and time.monotonic() < deadline:
+        sleeper = next((p for p in _host_processes()
+                        if p[3] == "sleep 307" and p[1] >= first_run_uid), None)
+        time.sleep(0.05)
+    assert sleeper is not None, "the snippet's orphan never appeared"
+    uid = sleeper[1]
+    ranks = [p for p in _host_processes() if p[1] == uid and p[0] != sleeper[0]]
+    assert len(ranks) == 1
+    os.kill(ranks[0][2], signal.SIGKILL)  # the rank's parent: the run's leader
+    thread.join(timeout=30)
+    assert len(outcome) == 1 and isinstance(outcome[0], EngineFailure)
+    deadline = time.monotonic() + 10
+    while [p for p in _host_processes() if p[1] == uid] and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert [p for p in _host_processes() if p[1] == uid] == []
 
 
 def test_signals_reach_neither_the_server_nor_the_forkserver_nor_the_leader(

@@ -1,9 +1,10 @@
 """The engine's handle on the warm forkserver (app.verify.engine.zygote): start, restart, send runs.
 
 The engine process itself never imports torch. It starts the forkserver once,
-lazily, with a scrubbed environment, and restarts it transparently when it has
-died. Sending a run is one SOCK_SEQPACKET message whose SCM_RIGHTS carry the
-run's control socket and rank pipes; the forkserver forks that run's leader.
+lazily, with a scrubbed environment (inside the namespace sandbox unless told
+otherwise, see sandbox.py), and restarts it transparently when it has died.
+Sending a run is one SOCK_SEQPACKET message whose SCM_RIGHTS carry the run's
+control socket and rank pipes; the forkserver forks that run's leader.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """The warm forkserver: imports torch and everything DDP needs once, then forks a leader per run.
 
-Started by `pool.Pool` as `python -m app.verify.engine.zygote FD` with a scrubbed
-environment. It preloads, freezes the heap out of the garbage collector's reach
+Started by `pool.Pool` as `python -m app.verify.engine.zygote FD sandbox|no-sandbox`
+with a scrubbed environment. Unless told otherwise it first moves into the
+namespace sandbox (sandbox.py), then preloads, freezes the heap out of the garbage collector's reach
 (so a rank's gc pass costs microseconds, not 100+ ms), says "ready" on FD and
 then waits for requests: each is one SOCK_SEQPACKET message carrying the run's
 control socket and rank pipes as SCM_RIGHTS. It keeps one spare leader, forked in
