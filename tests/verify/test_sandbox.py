@@ -26,7 +26,7 @@ import pytest
 
 from app.migrate import upgrade
 from app.settings import Settings
-from app.verify.engine import Engine, EngineFailure, sandbox
+from app.verify.engine import Engine, EngineFailure, RunResult, sandbox
 from tests.browser.conftest import serve
 from tests.factories import FIXTURE_BANK
 from tests.verify.conftest import Run
@@ -109,6 +109,36 @@ attempt("app6", lambda: socket.create_connection(("::1", params["app"]), timeout
     for name in ("postgres", "app", "listener"):
         assert values[name] == ["ConnectionRefusedError", "ECONNREFUSED"], name
     assert values["app6"][0] != "ok"
+
+
+def test_a_run_cannot_reach_a_port_another_run_listens_on(run: Run) -> None:
+    listening: list[object] = []
+    port = 29517
+
+    def listen() -> None:
+        listening.append(run("""
+import socket, time
+server = socket.create_server(("127.0.0.1", params["port"]))
+socket.create_connection(("127.0.0.1", params["port"]), timeout=2).close()  # reachable here
+report("from", time.time())
+time.sleep(6)
+report("until", time.time())
+""", params={"port": port}, world_size=1, timeout_s=20))
+
+    thread = threading.Thread(target=listen)
+    thread.start()
+    time.sleep(3)
+    other = run(TRY + """
+import time
+report("at", time.time())
+attempt("other", lambda: socket.create_connection(("127.0.0.1", params["port"]), timeout=2))
+""", params={"port": port}, world_size=1)
+    thread.join(timeout=30)
+    assert other.ranks[0].values["other"] == ["ConnectionRefusedError", "ECONNREFUSED"]
+    first = listening[0]
+    assert isinstance(first, RunResult) and first.outcome == "ok", first
+    # The port was open in the first run while the second tried it.
+    assert first.ranks[0].values["from"] < other.ranks[0].values["at"] < first.ranks[0].values["until"]
 
 
 def _host_address() -> str:

@@ -12,9 +12,9 @@ Built with plain Linux system calls through ctypes, no helper program:
 3. It then enters new user, mount, network, IPC and UTS namespaces. Its uid 0
    there maps to an unprivileged host uid, so even the forkserver holds no
    privilege over the host; only loopback exists, and it is brought up for gloo.
-4. Each run's leader (`enter_run`) makes its own mount namespace with a fresh,
-   size-capped tmpfs on /tmp: the run's scratch folder, which vanishes with the
-   run's last process.
+4. Each run's leader (`enter_run`) makes its own mount, network and IPC
+   namespaces, with a fresh, size-capped tmpfs on /tmp: the run's scratch folder,
+   which vanishes with the run's last process.
 5. Each rank (`confine_rank`) switches to a uid of its own run, sets
    no_new_privs and an RLIMIT_NPROC that the kernel enforces for that uid.
 """
@@ -353,9 +353,15 @@ def kill_run(leader_pid: int) -> None:
 
 
 def enter_run(leader_pid: int, scratch_bytes: int = DEFAULT_SCRATCH_BYTES) -> None:
-    """Give this run's leader a mount namespace of its own with a fresh tmpfs scratch folder."""
+    """Give this run's leader its own mount, network and IPC namespaces and a fresh scratch tmpfs.
+
+    Runs at the same moment then share no port, socket or shared memory: one cannot
+    reach another's rendezvous store. A spare leader does this before its run
+    arrives, so the few milliseconds are off the run's path.
+    """
     uid = run_uid(leader_pid)
-    unshare(CLONE_NEWNS)
+    unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC)
+    _loopback_up()
     mount("tmpfs", SCRATCH_DIR, "tmpfs", MS_NOSUID | MS_NODEV,
           f"size={scratch_bytes},nr_inodes={SCRATCH_INODES},mode=0700,uid={uid},gid={uid}")
 
