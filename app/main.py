@@ -14,11 +14,14 @@ from fastapi.staticfiles import StaticFiles
 from sqlalchemy.exc import DataError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from app.accounts import views as accounts_views
 from app.authoring import views as authoring_views
-from app.authoring.security import LoginRequired
 from app.db import make_engine, make_sessionmaker
+from app.deps import LoginRequired
+from app.errors import NotFound, RateLimited
 from app.identity import LearnerCookieMiddleware
 from app.middleware import BufferedBodyMiddleware, SecurityHeadersMiddleware
+from app.practice import api as practice_api
 from app.practice import views as practice_views
 from app.questions import api as questions_api
 from app.questions import views as questions_views
@@ -27,6 +30,7 @@ from app.settings import Settings, get_settings
 from app.templating import STATIC_DIR, templates
 from app.verify import views as verify_views
 from app.verify.engine import sandbox_status
+from app.verify.knobs import InvalidKnob
 from app.verify.worker import WorkerPool
 
 
@@ -82,13 +86,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     app.mount("/static", StaticFiles(directory=str(STATIC_DIR)), name="static")
     app.include_router(questions_api.router)
+    app.include_router(practice_api.router)
     app.include_router(verify_views.api)
     app.include_router(verify_views.router)
     app.include_router(questions_views.router)
     app.include_router(practice_views.router)
+    app.include_router(accounts_views.router)
     app.include_router(authoring_views.router)
     # Signed-out visitors to /author and /admin are sent to the login page.
-    app.add_exception_handler(LoginRequired, authoring_views.login_required)
+    app.add_exception_handler(LoginRequired, accounts_views.login_required)
 
     css = pygments_css()
 
@@ -113,6 +119,29 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             request, "errors/error.html",
             {"status": exc.status_code, "detail": exc.detail}, status_code=exc.status_code,
         )
+
+    def error_page(request: Request, status: int, detail: object,
+                   headers: dict[str, str] | None = None) -> Response:
+        if _wants_json(request):
+            return JSONResponse({"detail": detail}, status_code=status, headers=headers)
+        return templates.TemplateResponse(request, "errors/error.html",
+                                          {"status": status, "detail": detail}, status_code=status,
+                                          headers=headers)
+
+    @app.exception_handler(NotFound)
+    async def not_found(request: Request, exc: NotFound) -> Response:
+        return error_page(request, 404, str(exc))
+
+    @app.exception_handler(RateLimited)
+    async def rate_limited(request: Request, exc: RateLimited) -> Response:
+        return error_page(request, 429, str(exc), {"Retry-After": str(exc.retry_after_s)})
+
+    @app.exception_handler(InvalidKnob)
+    async def invalid_knob(request: Request, exc: InvalidKnob) -> Response:
+        if _wants_json(request):
+            return error_page(request, 422, [{"loc": ["body", "params", exc.knob], "msg": exc.message,
+                                              "type": "knob"}])
+        return error_page(request, 422, str(exc))
 
     @app.exception_handler(OverflowError)
     @app.exception_handler(DataError)

@@ -165,17 +165,12 @@ _engine_pid: int | None = None
 _engine_lock = threading.Lock()
 
 
-def get_engine(*, sandbox: bool | None = None) -> Engine:
+def get_engine(*, sandbox: bool = True) -> Engine:
     """The process-wide engine; its forkserver starts on first use (per process, fork-safe).
 
-    `sandbox` defaults to the DDPDRILL_SANDBOX setting; asking for the other mode
-    replaces the engine.
+    Callers pass the DDPDRILL_SANDBOX setting; asking for the other mode replaces the engine.
     """
     global _engine, _engine_pid
-    if sandbox is None:
-        from app.settings import get_settings
-
-        sandbox = get_settings().sandbox
     with _engine_lock:
         if _engine is not None and _engine_pid == os.getpid() and _engine.sandboxed != sandbox:
             _engine.close()
