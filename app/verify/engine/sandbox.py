@@ -32,6 +32,8 @@ import struct
 import sys
 from pathlib import Path
 
+from app.verify.engine import _linux
+
 CLONE_NEWNS = 0x00020000
 CLONE_NEWUTS = 0x04000000
 CLONE_NEWIPC = 0x08000000
@@ -187,7 +189,7 @@ def enter(sock: socket.socket, app_dir: Path) -> None:
         try:
             # The outside process is the one the engine watches: if it dies, so do we
             # (and, as PID 1, everything in the namespace with us).
-            _check(_libc.prctl(1, signal.SIGKILL, 0, 0, 0), "prctl(PDEATHSIG)")
+            _linux.die_with_parent()
             _build_root(app_dir)
             unshare(ALL_NAMESPACES)
             os.write(to_parent_w, b"map")
