@@ -23,7 +23,8 @@ class Limits:
     memory_bytes: int = 3 * 1024**3
     # RLIMIT_CPU per rank (SIGXCPU, then SIGKILL a second later).
     cpu_seconds: float = 30.0
-    # Per rank and per stream (stdout, stderr); more than this stops the run.
+    # Per rank and per stream (stdout, stderr): the first this many bytes are kept,
+    # the rest is read and discarded. The run goes on.
     output_bytes: int = 64 * 1024
     # Processes and threads of the whole run together (RLIMIT_NPROC of the run's own uid;
     # sandboxed runs only). Eight DDP ranks use 32 (four threads each).
