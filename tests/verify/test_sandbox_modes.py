@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,7 @@ from fastapi.testclient import TestClient
 
 from app.main import create_app
 from app.settings import Settings
-from app.verify.engine import Engine, sandbox_status
+from app.verify.engine import Engine, SandboxUnavailable, sandbox_status
 from app.verify.engine.sandbox import probe
 
 
@@ -58,6 +59,22 @@ def test_a_host_that_refuses_namespaces_is_named_with_the_reason() -> None:
     assert sandbox_status(True)[0] == "on"
     state, message = sandbox_status(False)
     assert state == "off" and "DDPDRILL_SANDBOX=off" in message
+
+
+def test_an_engine_on_a_host_without_namespaces_refuses_runs_and_says_why(tmp_path: Path) -> None:
+    # Root without CAP_SYS_ADMIN, as in a default container: unshare is refused.
+    python = tmp_path / "python-without-sys-admin"
+    python.write_text("#!/bin/sh\nexec setpriv --bounding-set -sys_admin --inh-caps -sys_admin "
+                      f'{sys.executable} "$@"\n')
+    python.chmod(0o755)
+    with Engine(python=str(python)) as engine:
+        with pytest.raises(SandboxUnavailable, match="Operation not permitted"):
+            engine.start()
+        with pytest.raises(SandboxUnavailable, match="sandbox is unavailable"):
+            engine.run("report('ran', True)", world_size=1)
+    with Engine(python=str(python), sandbox=False) as engine:
+        result = engine.run("report('ran', True)", world_size=1)
+    assert result.ranks[0].values == {"ran": True}
 
 
 def test_sandbox_off_runs_ranks_unconfined() -> None:
