@@ -3,7 +3,15 @@
 from app.accounts.models import AuditEntry, LoginAttempt, User
 from app.authoring.models import BankUpload
 from app.db import Base
-from app.practice.models import Attempt, Learner, Quiz, QuizItem, ReviewCard
+from app.practice.models import (
+    Attempt,
+    Learner,
+    ProblemReport,
+    Quiz,
+    QuizItem,
+    ReviewCard,
+    ReviewLog,
+)
 from app.questions.models import Question, QuestionRevision, Topic
 from app.verify.models import Run, Verdict
 
@@ -14,11 +22,13 @@ __all__ = [
     "Base",
     "Learner",
     "LoginAttempt",
+    "ProblemReport",
     "Question",
     "QuestionRevision",
     "Quiz",
     "QuizItem",
     "ReviewCard",
+    "ReviewLog",
     "Run",
     "Topic",
     "User",
