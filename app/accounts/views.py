@@ -26,6 +26,7 @@ from app.deps import (
     is_htmx,
     require_admin,
 )
+from app.errors import RateLimited
 from app.identity import LEARNER_COOKIE, LEARNER_COOKIE_MAX_AGE, fresh_learner_cookie
 from app.practice import learners, reports
 from app.templating import templates
@@ -128,7 +129,7 @@ def signup_page(request: Request, user: OptionalUser) -> Response:
 
 @router.post("/signup")
 def signup(request: Request, form: FormDep, db_session: SessionDep, user: OptionalUser,
-           _: CSRF) -> Response:
+           settings: SettingsDep, _: CSRF) -> Response:
     username = str(form.get("username") or "").strip()[:64]
     password = str(form.get("password") or "")
     if user is not None:
@@ -139,10 +140,14 @@ def signup(request: Request, form: FormDep, db_session: SessionDep, user: Option
     try:
         done = learners.sign_up(db_session=db_session, username=username, password=password,
                                 browser_learner_id=str(request.state.learner_id),
-                                client_ip=client_ip(request))
+                                client_ip=client_ip(request), per_hour=settings.signups_per_hour)
     except service.AccountError as exc:
         return _account_page(request, "signup.html",
                              {"user": None, "username": username, "error": str(exc)}, status=422)
+    except RateLimited as exc:
+        return _account_page(request, "signup.html",
+                             {"user": None, "username": username, "error": str(exc)}, status=429,
+                             headers={"Retry-After": str(exc.retry_after_s)})
     response = RedirectResponse("/account?welcome=1", status_code=303)
     set_session_cookie(response, request, done.user)
     return response

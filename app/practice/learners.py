@@ -46,12 +46,14 @@ class SignUp:
 
 
 def sign_up(*, db_session: Session, username: str, password: str, browser_learner_id: str,
-            client_ip: str) -> SignUp:
+            client_ip: str, per_hour: int) -> SignUp:
     """A new learner account that claims the browser's anonymous learner and its history.
 
-    Raises accounts.AccountError for a bad or taken name or a short password. A browser
-    identity another account already owns is not taken over: the new account starts empty.
+    Raises accounts.AccountError for a bad or taken name or a short password, and
+    RateLimited past `per_hour` sign-ups from one address. A browser identity another
+    account already owns is not taken over: the new account starts empty.
     """
+    accounts.check_signup_rate(db_session=db_session, client_ip=client_ip, limit=per_hour)
     user = accounts.create_user(db_session=db_session, username=username, password=password,
                                 role=ROLE_LEARNER, via="signup")
     learner = db_session.get(Learner, browser_learner_id)

@@ -202,3 +202,15 @@ def test_an_author_keeps_the_author_pages_and_a_learner_goes_to_the_account(
     assert nav.select_one("a[href='/account']") is not None
     assert nav.select_one("a[href='/author']") is None
     assert parse(author.get("/me/nav")).select_one("a[href='/author']") is not None
+
+
+def test_sign_ups_from_one_address_are_limited(
+    client: TestClient, settings: Settings, new_client: Callable[..., TestClient],
+    session_factory: sessionmaker[Session],
+) -> None:
+    for n in range(settings.signups_per_hour):
+        assert sign_up(new_client(), f"learner{n}").status_code == 303
+    r = sign_up(new_client(), "one-too-many")
+    assert r.status_code == 429 and int(r.headers["retry-after"]) > 0
+    assert "Too many new accounts" in text(parse(r).select_one(".error"))
+    assert count(session_factory, User) == settings.signups_per_hour
