@@ -18,7 +18,7 @@ from sqlalchemy import CursorResult, delete, func, select, update
 from sqlalchemy.orm import Session
 
 from app.accounts import service as accounts
-from app.accounts.models import ROLE_LEARNER, AuditEntry, User
+from app.accounts.models import ROLE_LEARNER, AuditEntry, LoginAttempt, User
 from app.practice.models import (
     Attempt,
     Learner,
@@ -149,6 +149,7 @@ def delete_account(*, db_session: Session, user: User) -> dict[str, int]:
                        .values(user_id=None, actor="deleted-learner"))
     db_session.execute(update(AuditEntry).where(AuditEntry.actor == user.username)
                        .values(actor="deleted-learner"))
+    db_session.execute(delete(LoginAttempt).where(LoginAttempt.username == user.username.lower()))
     db_session.execute(delete(User).where(User.id == user.id))
     db_session.expunge(user)
     accounts.audit(db_session=db_session, user=None, actor="deleted-learner",

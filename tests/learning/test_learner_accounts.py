@@ -12,7 +12,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.accounts.models import AuditEntry, User
+from app.accounts.models import AuditEntry, LoginAttempt, User
 from app.accounts.sessions import SESSION_COOKIE
 from app.clock import FixedClock
 from app.practice.models import Attempt, Learner, ProblemReport, Quiz, ReviewCard, ReviewLog
@@ -124,6 +124,7 @@ def test_deleting_an_account_removes_everything_of_that_learner_and_nothing_else
     sign_up(client, "lena")
     sign_up(other, "otto")
     laptop_two = new_client()
+    assert login(laptop_two, "lena", "a wrong password").status_code == 401
     assert login(laptop_two, "lena").status_code == 303  # a second session of lena's
     before_theirs = _rows(session_factory, theirs)
     assert all(before_theirs.values()) and all(_rows(session_factory, mine).values())
@@ -141,6 +142,7 @@ def test_deleting_an_account_removes_everything_of_that_learner_and_nothing_else
         assert s.scalar(select(User).where(User.username == "lena")) is None
         assert s.scalar(select(User).where(User.username == "otto")) is not None
         assert s.scalar(select(AuditEntry).where(AuditEntry.actor == "lena")) is None
+        assert s.scalar(select(LoginAttempt).where(LoginAttempt.username == "lena")) is None
         assert s.scalar(select(AuditEntry).where(AuditEntry.action == "learner.delete")) is not None
     # Every session ended: the other laptop's cookie names nobody now.
     assert laptop_two.cookies.get(SESSION_COOKIE)
