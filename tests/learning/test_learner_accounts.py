@@ -216,3 +216,26 @@ def test_sign_ups_from_one_address_are_limited(
     assert r.status_code == 429 and int(r.headers["retry-after"]) > 0
     assert "Too many new accounts" in text(parse(r).select_one(".error"))
     assert count(session_factory, User) == settings.signups_per_hour
+
+
+def test_an_account_made_by_an_admin_practises_as_its_own_empty_identity(
+    client: TestClient, clock: FixedClock, make_user: Callable[..., Any],
+    new_client: Callable[..., TestClient], settings: Settings,
+    session_factory: sessionmaker[Session],
+) -> None:
+    make_user("bob", "learner")
+    browser = new_client()
+    answer(browser, "fixture-single", FIXTURE["fixture-single"]["right"])  # anonymous
+    anonymous = learner_id(browser, settings)
+    assert login(browser, "bob").status_code == 303
+    page = parse(browser.get("/account"))
+    assert page.select("table.history tbody tr") == []  # nothing claimed silently
+    answer(browser, "fixture-numeric", FIXTURE["fixture-numeric"]["right"])
+    rows = parse(browser.get("/account")).select("table.history tbody tr")
+    assert [text(r.select_one("td")) for r in rows] == ["fixture-numeric"]
+    assert _rows(session_factory, anonymous)["attempts"] == 1
+    page = parse(browser.get("/account"))
+    action, hidden = form_fields(page, "form.delete-account")
+    assert browser.post(action, data={**hidden, "confirm": "bob"}).status_code == 200
+    assert _rows(session_factory, anonymous)["attempts"] == 1  # not bob's to delete
+    assert count(session_factory, Attempt) == 1
