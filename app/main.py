@@ -16,6 +16,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app.accounts import views as accounts_views
 from app.authoring import views as authoring_views
+from app.clock import Clock
 from app.db import make_engine, make_sessionmaker
 from app.deps import LoginRequired
 from app.errors import NotFound, RateLimited
@@ -77,6 +78,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app = FastAPI(title="DDP Drill", version="0.1.0", lifespan=lifespan,
                   docs_url="/docs", openapi_url="/api/v1/openapi.json")
     app.state.settings = settings
+    # One clock for the learning loop; tests replace it (app.state.clock = FixedClock(...)).
+    app.state.clock = Clock(settings.clock_offset_file)
     app.state.engine = engine
     app.state.sessionmaker = make_sessionmaker(engine)
     app.add_middleware(LearnerCookieMiddleware, secret_key=settings.resolved_secret_key())
@@ -87,6 +90,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.mount("/static", StaticFiles(directory=str(STATIC_DIR)), name="static")
     app.include_router(questions_api.router)
     app.include_router(practice_api.router)
+    app.include_router(practice_api.learning)
     app.include_router(verify_views.api)
     app.include_router(verify_views.router)
     app.include_router(questions_views.router)

@@ -49,6 +49,14 @@ class Settings(BaseSettings):
 
     login_attempts_per_minute: int = 10
 
+    # Learner accounts one client address may create per hour.
+    signups_per_hour: int = 10
+    # Problem reports one learner may file per hour.
+    reports_per_hour: int = 10
+    # Test-only: a file holding seconds to add to the clock (app/clock.py). Never set it in
+    # production: anyone who can write the file moves every learner's review schedule.
+    clock_offset_file: Path | None = None
+
     _generated_key: str | None = PrivateAttr(default=None)
 
     @property
