@@ -86,6 +86,53 @@ class BufferedBodyMiddleware:
         await self.app(scope, replay, send)
 
 
+# Paths that must answer even when the app is at capacity: probes, metrics and files.
+ADMISSION_EXEMPT_PREFIXES = ("/healthz", "/metrics", "/static")
+# What a client refused for overload is told to wait before trying again.
+OVERLOAD_RETRY_AFTER_S = 1
+
+
+async def overloaded(send: Send, detail: str = "The server is busy; try again in a moment.") -> None:
+    body = json.dumps({"detail": detail}).encode()
+    await send({"type": "http.response.start", "status": 503,
+                "headers": [(b"content-type", b"application/json"),
+                            (b"content-length", str(len(body)).encode()),
+                            (b"retry-after", str(OVERLOAD_RETRY_AFTER_S).encode())]})
+    await send({"type": "http.response.body", "body": body})
+
+
+class AdmissionMiddleware:
+    """At most `limit` requests in the app at once; the next ones wait up to `wait_s`, then get 503.
+
+    Past capacity, queueing without bound only turns a busy server into one that answers
+    every request after 30 s; a quick 503 with Retry-After lets clients back off.
+    """
+
+    def __init__(self, app: ASGIApp, limit: int, wait_s: float) -> None:
+        self.app = app
+        self.wait_s = wait_s
+        self.slots = asyncio.Semaphore(limit)
+        self.limit = limit
+
+    @property
+    def in_flight(self) -> int:
+        return self.limit - self.slots._value
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"].startswith(ADMISSION_EXEMPT_PREFIXES):
+            await self.app(scope, receive, send)
+            return
+        try:
+            await asyncio.wait_for(self.slots.acquire(), self.wait_s)
+        except TimeoutError:
+            await overloaded(send)
+            return
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.slots.release()
+
+
 class SecurityHeadersMiddleware:
     """A Content-Security-Policy and friends on every response."""
 

@@ -201,8 +201,13 @@ def authenticate(
     """The active user these credentials name, or None; `limited` once the rate limit is hit.
 
     The limit counts failures per (username, client address) in the database, so it
-    holds across web processes; two requests racing may each slip one attempt past it.
+    holds across web processes. Attempts for one pair take turns (SQLite: the write
+    lock the request holds; PostgreSQL: a transaction-scoped advisory lock), so a
+    burst of concurrent guesses cannot all read the count before any is recorded.
     """
+    if db_session.get_bind().dialect.name == "postgresql":
+        pair = f"login:{username.lower()[:64]}:{client_ip[:64]}"
+        db_session.execute(select(func.pg_advisory_xact_lock(func.hashtext(pair))))
     db_session.execute(
         delete(LoginAttempt).where(LoginAttempt.created_at < utcnow() - LOGIN_ATTEMPT_RETENTION)
     )

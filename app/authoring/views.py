@@ -31,7 +31,8 @@ from app.authoring.security import (
     require_author,
     set_session_cookie,
 )
-from app.deps import CSRF, SessionDep, SettingsDep, is_htmx
+from app.deps import CSRF, CommittingRoute, FormDep, SessionDep, SettingsDep, WriteSessionDep, is_htmx
+from app.questions.bank import load_yaml
 from app.questions.models import STATUS_DRAFT, STATUS_PUBLISHED, STATUS_RETIRED, Question, Topic
 from app.questions.schema import Expectation
 from app.questions.service import revision_doc
@@ -41,9 +42,11 @@ from app.verify import service as verify_service
 from app.verify.expectations import evaluate
 from app.verify.models import RUN_QUEUED, RUN_RUNNING, Run
 
-router = APIRouter(include_in_schema=False)
-author = APIRouter(prefix="/author", include_in_schema=False, dependencies=[Depends(require_author)])
-admin = APIRouter(prefix="/admin", include_in_schema=False, dependencies=[Depends(require_admin)])
+router = APIRouter(include_in_schema=False, route_class=CommittingRoute)
+author = APIRouter(prefix="/author", include_in_schema=False, dependencies=[Depends(require_author)],
+                   route_class=CommittingRoute)
+admin = APIRouter(prefix="/admin", include_in_schema=False, dependencies=[Depends(require_admin)],
+                  route_class=CommittingRoute)
 
 def _versions() -> tuple[str, str]:
     from app.verify.views import engine_versions
@@ -94,10 +97,9 @@ def login_page(request: Request, user: OptionalUser, next: str = "/author") -> R
 
 
 @router.post("/login")
-async def login(
-    request: Request, db_session: SessionDep, settings: SettingsDep, _: CSRF
+def login(
+    request: Request, db_session: SessionDep, settings: SettingsDep, _: CSRF, form: FormDep
 ) -> Response:
-    form = await request.form()
     username = str(form.get("username") or "").strip()[:64]
     password = str(form.get("password") or "")
     target = _safe_next(str(form.get("next") or ""))
@@ -199,10 +201,10 @@ def new_question(request: Request, db_session: SessionDep, user: AuthorUser, top
 
 
 @author.post("/questions")
-async def create_question(
-    request: Request, db_session: SessionDep, user: AuthorUser, _: CSRF
+def create_question(
+    request: Request, db_session: SessionDep, user: AuthorUser, _: CSRF, raw: FormDep
 ) -> Response:
-    form = schemas.EditorForm.from_form(await request.form())
+    form = schemas.EditorForm.from_form(raw)
     doc = form.to_doc()
     if doc is not None:
         try:
@@ -229,11 +231,11 @@ def edit_question(
 
 
 @author.post("/questions/{slug}")
-async def save_question(
-    request: Request, slug: str, db_session: SessionDep, user: AuthorUser, _: CSRF
+def save_question(
+    request: Request, slug: str, db_session: SessionDep, user: AuthorUser, _: CSRF, raw: FormDep
 ) -> Response:
     question = _editable_question(db_session, user, slug, for_update=True)
-    form = schemas.EditorForm.from_form(await request.form())
+    form = schemas.EditorForm.from_form(raw)
     form.slug = question.slug
     doc = form.to_doc()
     status = 422
@@ -256,16 +258,14 @@ async def save_question(
 
 
 @author.post("/preview/markdown")
-async def preview_markdown(request: Request, _: CSRF, field: str = "prompt") -> Response:
-    form = await request.form()
+async def preview_markdown(request: Request, _: CSRF, form: FormDep, field: str = "prompt") -> Response:
     text = form.get(field if field in ("prompt", "explanation") else "prompt")
     return _page(request, "_markdown_preview.html",
                  {"html": render_markdown(text if isinstance(text, str) else "")})
 
 
 @author.post("/preview/snippet")
-async def preview_snippet(request: Request, _: CSRF) -> Response:
-    form = await request.form()
+async def preview_snippet(request: Request, _: CSRF, form: FormDep) -> Response:
     code = schemas.textarea_value(form.get("snippet"))
     error = None
     if code.strip():
@@ -278,8 +278,8 @@ async def preview_snippet(request: Request, _: CSRF) -> Response:
 
 
 @author.post("/preview/question")
-async def preview_question(request: Request, _: CSRF) -> Response:
-    form = schemas.EditorForm.from_form(await request.form())
+async def preview_question(request: Request, _: CSRF, raw: FormDep) -> Response:
+    form = schemas.EditorForm.from_form(raw)
     if not form.slug:
         form.slug = "preview"
     doc = form.to_doc()
@@ -294,7 +294,7 @@ def _run_ctx(run: Run, expect_text: str | None) -> dict[str, Any]:
     checks = None
     if expect_text is not None and run.status == "done" and run.result is not None:
         try:
-            data = yaml.safe_load(expect_text) if expect_text.strip() else []
+            data = load_yaml(expect_text) if expect_text.strip() else []
             expectations = [Expectation.model_validate(e) for e in data or []]
             checks = evaluate(expectations, run.result, dict(run.params or {}), run.world_size)
         except Exception:  # the author is mid-edit; the values are still worth showing
@@ -324,9 +324,8 @@ def _knob_params(form: FormData, doc: Any) -> dict[str, Any]:
 
 
 @author.post("/run")
-async def run_now(request: Request, db_session: SessionDep, user: AuthorUser, _: CSRF) -> Response:
+def run_now(request: Request, db_session: SessionDep, user: AuthorUser, _: CSRF, raw: FormDep) -> Response:
     """Run the snippet as it stands in the editor (saved or not) with the chosen knobs."""
-    raw = await request.form()
     form = schemas.EditorForm.from_form(raw)
     if not form.slug:
         form.slug = "unsaved"
@@ -358,13 +357,12 @@ def run_result(
 
 
 @author.post("/expect")
-async def expect_this(request: Request, db_session: SessionDep, _: CSRF) -> Response:
+def expect_this(request: Request, db_session: SessionDep, _: CSRF, form: FormDep) -> Response:
     """Add "value `name` on `rank` equals what run `run_id` measured" to the editor's expectations.
 
     The value is read from the stored run, never from the request; the editor's text
     area is returned with the new expectation, to be saved with the draft.
     """
-    form = await request.form()
     expect_text = schemas.textarea_value(form.get("expect"))
     error = None
     try:
@@ -419,12 +417,11 @@ def gate_panel(request: Request, slug: str, db_session: SessionDep, user: Author
 
 
 @author.post("/questions/{slug}/verify")
-async def verify_all(
-    request: Request, slug: str, db_session: SessionDep, user: AuthorUser, _: CSRF
+def verify_all(
+    request: Request, slug: str, db_session: SessionDep, user: AuthorUser, _: CSRF, form: FormDep
 ) -> Response:
     """Queue a run for every audited knob combination of the draft (cached ones are reused)."""
     question = _editable_question(db_session, user, slug)
-    form = await request.form()
     rev = service.publishable_revision(db_session=db_session, question=question)
     if rev is not None:
         runs = service.request_verification(db_session=db_session, revision=rev,
@@ -438,11 +435,10 @@ async def verify_all(
 
 
 @author.post("/questions/{slug}/publish")
-async def publish(
-    request: Request, slug: str, db_session: SessionDep, user: AuthorUser, _: CSRF
+def publish(
+    request: Request, slug: str, db_session: SessionDep, user: AuthorUser, _: CSRF, form: FormDep
 ) -> Response:
     question = _editable_question(db_session, user, slug, for_update=True)
-    form = await request.form()
     try:
         if form.get("override") == "1":
             service.publish_without_check(db_session=db_session, question=question, user=user,
@@ -497,11 +493,11 @@ def diff(
 
 
 @author.post("/questions/{slug}/revert")
-async def revert(
-    request: Request, slug: str, db_session: SessionDep, user: AuthorUser, _: CSRF
+def revert(
+    request: Request, slug: str, db_session: SessionDep, user: AuthorUser, _: CSRF, form: FormDep
 ) -> Response:
     question = _editable_question(db_session, user, slug, for_update=True)
-    number = _int_or_none(str((await request.form()).get("number") or ""))
+    number = _int_or_none(str(form.get("number") or ""))
     if number is None:
         raise HTTPException(422, "Say which revision to revert to.")
     try:
@@ -527,8 +523,9 @@ def users(request: Request, db_session: SessionDep, user: AdminUser) -> Response
 
 
 @admin.post("/users")
-async def create_user(request: Request, db_session: SessionDep, user: AdminUser, _: CSRF) -> Response:
-    form = await request.form()
+def create_user(
+    request: Request, db_session: SessionDep, user: AdminUser, _: CSRF, form: FormDep
+) -> Response:
     username = str(form.get("username") or "").strip()
     role = str(form.get("role") or "author")
     try:
@@ -543,13 +540,12 @@ async def create_user(request: Request, db_session: SessionDep, user: AdminUser,
 
 
 @admin.post("/users/{user_id}")
-async def update_user(
-    request: Request, user_id: int, db_session: SessionDep, user: AdminUser, _: CSRF
+def update_user(
+    request: Request, user_id: int, db_session: SessionDep, user: AdminUser, _: CSRF, form: FormDep
 ) -> Response:
     target = service.get_user(db_session=db_session, user_id=user_id)
     if target is None:
         raise HTTPException(404, f"No user {user_id}.")
-    form = await request.form()
     role = str(form.get("role") or target.role)
     active = form.get("active") == "1"
     if target.id == user.id and (role != target.role or not active):
@@ -584,12 +580,12 @@ def bank_page(request: Request, user: AdminUser) -> Response:
         "mb": bankfiles.MAX_UPLOAD_BYTES // (1024 * 1024), "files": bankfiles.MAX_UPLOAD_FILES}})
 
 
-async def _read_upload(form: FormData) -> tuple[dict[str, bytes], list[str], str]:
+def _read_upload(form: FormData) -> tuple[dict[str, bytes], list[str], str]:
     """(bank files, skipped names, a name for the upload) from a zip or a folder upload."""
     archive = form.get("archive")
     uploads = [f for f in form.getlist("files") if isinstance(f, UploadFile) and f.filename]
     if isinstance(archive, UploadFile) and archive.filename:
-        data = await archive.read(bankfiles.MAX_UPLOAD_BYTES + 1)
+        data = archive.file.read(bankfiles.MAX_UPLOAD_BYTES + 1)
         if len(data) > bankfiles.MAX_UPLOAD_BYTES:
             raise bankfiles.UploadError("the zip is larger than the upload limit")
         files, skipped = bankfiles.files_from_zip(data)
@@ -597,7 +593,7 @@ async def _read_upload(form: FormData) -> tuple[dict[str, bytes], list[str], str
     if uploads:
         items, total = [], 0
         for f in uploads:
-            content = await f.read(bankfiles.MAX_UPLOAD_BYTES - total + 1)
+            content = f.file.read(bankfiles.MAX_UPLOAD_BYTES - total + 1)
             total += len(content)
             if total > bankfiles.MAX_UPLOAD_BYTES:
                 raise bankfiles.UploadError("the folder is larger than the upload limit")
@@ -608,12 +604,13 @@ async def _read_upload(form: FormData) -> tuple[dict[str, bytes], list[str], str
 
 
 @admin.post("/bank/upload")
-async def bank_upload(request: Request, db_session: SessionDep, user: AdminUser, _: CSRF) -> Response:
+def bank_upload(
+    request: Request, db_session: SessionDep, user: AdminUser, _: CSRF, form: FormDep
+) -> Response:
     try:
         # The CSRF check parsed the form already (Starlette's limit of 1000 files applies);
-        # `async with` closes the uploaded files' temporary spools when done.
-        async with request.form() as form:
-            files, skipped, name = await _read_upload(form)
+        # FormDep closes the uploaded files' temporary spools when the request ends.
+        files, skipped, name = _read_upload(form)
     except bankfiles.UploadError as exc:
         service.audit(db_session=db_session, user=user, action="bank.upload_rejected",
                       detail={"reason": str(exc)})
@@ -628,8 +625,9 @@ async def bank_upload(request: Request, db_session: SessionDep, user: AdminUser,
 
 
 @admin.post("/bank/import")
-async def bank_import(request: Request, db_session: SessionDep, user: AdminUser, _: CSRF) -> Response:
-    form = await request.form()
+def bank_import(
+    request: Request, db_session: SessionDep, user: AdminUser, _: CSRF, form: FormDep
+) -> Response:
     try:
         report, result = service.confirm_import(
             db_session=db_session, user=user, upload_id=str(form.get("upload_id") or ""),
@@ -642,7 +640,7 @@ async def bank_import(request: Request, db_session: SessionDep, user: AdminUser,
 
 
 @admin.get("/bank/export.zip")
-def bank_export(db_session: SessionDep, user: AdminUser) -> Response:
+def bank_export(db_session: WriteSessionDep, user: AdminUser) -> Response:
     data = service.export_zip(db_session=db_session)
     service.audit(db_session=db_session, user=user, action="bank.export",
                   detail={"bytes": len(data)})

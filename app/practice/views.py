@@ -8,7 +8,7 @@ from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import RedirectResponse, Response
 from sqlalchemy.orm import Session
 
-from app.deps import CSRF, CurrentLearner, SessionDep, is_htmx
+from app.deps import CSRF, CommittingRoute, CurrentLearner, FormDep, SessionDep, WriteSessionDep, is_htmx
 from app.practice import service
 from app.practice.grading import InvalidAnswer
 from app.practice.models import Quiz, QuizItem
@@ -17,7 +17,7 @@ from app.questions.views import graded_context, question_context, read_answer
 from app.templating import templates
 from app.verify.service import latest_verdict
 
-router = APIRouter(include_in_schema=False)
+router = APIRouter(include_in_schema=False, route_class=CommittingRoute)
 
 # The quiz form offers these lengths; anything in 1..MAX_QUIZ_QUESTIONS is accepted.
 DEFAULT_QUIZ_LENGTH = 5
@@ -36,10 +36,9 @@ def _int_or_none(value: Any, name: str, lo: int, hi: int) -> int | None:
 
 
 @router.post("/quizzes")
-async def start_quiz(
-    request: Request, db_session: SessionDep, learner_id: CurrentLearner, _: CSRF
+def start_quiz(
+    request: Request, db_session: SessionDep, learner_id: CurrentLearner, _: CSRF, form: FormDep
 ) -> Response:
-    form = await request.form()
     topics = [t for t in form.getlist("topics") if isinstance(t, str) and t]
     known = {s.topic.slug for s in topic_summaries(db_session=db_session)}
     unknown = [t for t in topics if t not in known]
@@ -94,7 +93,7 @@ def quiz_resume(quiz_id: str, db_session: SessionDep, learner_id: CurrentLearner
 
 @router.get("/quizzes/{quiz_id}/summary")
 def quiz_summary(
-    request: Request, quiz_id: str, db_session: SessionDep, learner_id: CurrentLearner
+    request: Request, quiz_id: str, db_session: WriteSessionDep, learner_id: CurrentLearner
 ) -> Response:
     quiz = _quiz_or_404(db_session, quiz_id, learner_id)
     summary = service.quiz_summary(db_session=db_session, quiz=quiz)
@@ -103,7 +102,7 @@ def quiz_summary(
 
 @router.get("/quizzes/{quiz_id}/{position}")
 def quiz_item(
-    request: Request, quiz_id: str, position: int, db_session: SessionDep,
+    request: Request, quiz_id: str, position: int, db_session: WriteSessionDep,
     learner_id: CurrentLearner,
 ) -> Response:
     quiz = _quiz_or_404(db_session, quiz_id, learner_id)
@@ -114,14 +113,14 @@ def quiz_item(
 
 
 @router.post("/quizzes/{quiz_id}/{position}/answer")
-async def quiz_answer(
+def quiz_answer(
     request: Request, quiz_id: str, position: int, db_session: SessionDep,
-    learner_id: CurrentLearner, _: CSRF,
+    learner_id: CurrentLearner, _: CSRF, form: FormDep
 ) -> Response:
     quiz = _quiz_or_404(db_session, quiz_id, learner_id)
     item, total = _item_or_404(db_session, quiz, position)
     ctx = _item_context(db_session, quiz, item, total)
-    raw, _token = await read_answer(request, ctx["fmt"])
+    raw, _token = read_answer(form, ctx["fmt"])
     status = 200
     try:
         _attempt, grade = service.answer_item(db_session=db_session, learner_id=learner_id,

@@ -7,7 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Header, HTTPException, Query, Request
 from fastapi.responses import JSONResponse
 
-from app.deps import CurrentLearner, SessionDep
+from app.deps import API_BUSY, API_ERROR, CommittingRoute, CurrentLearner, SessionDep
 from app.practice.grading import InvalidAnswer, correct_answer, tolerance_text
 from app.practice.service import AlreadyAnswered, answer_question
 from app.questions import service
@@ -21,7 +21,9 @@ from app.questions.schemas import (
     QuestionSummaryOut,
 )
 
-router = APIRouter(prefix="/api/v1", tags=["questions"])
+NOT_FOUND = {"description": "No such published question.", **API_ERROR}
+router = APIRouter(prefix="/api/v1", tags=["questions"], responses=API_BUSY,
+                   route_class=CommittingRoute)
 
 
 def _summary(q: Question) -> QuestionSummaryOut:
@@ -49,7 +51,7 @@ def _get_or_404(db_session: SessionDep, slug: str) -> Question:
     return question
 
 
-@router.get("/questions/{slug}", response_model=QuestionOut)
+@router.get("/questions/{slug}", response_model=QuestionOut, responses={404: NOT_FOUND})
 def get_question(slug: str, db_session: SessionDep) -> QuestionOut:
     """One question without its answer key or explanation."""
     question = _get_or_404(db_session, slug)
@@ -70,7 +72,7 @@ def get_question(slug: str, db_session: SessionDep) -> QuestionOut:
 
 
 @router.post("/questions/{slug}/attempts", response_model=AttemptOut,
-             responses={409: {"model": AttemptOut}, 422: {}})
+             responses={404: NOT_FOUND, 409: {"model": AttemptOut}, 422: {}})
 def post_attempt(
     slug: str, body: AttemptIn, request: Request, db_session: SessionDep,
     learner_id: CurrentLearner,

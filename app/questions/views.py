@@ -8,8 +8,9 @@ from typing import Any
 
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import Response
+from starlette.datastructures import FormData
 
-from app.deps import CSRF, CurrentLearner, SessionDep, is_htmx
+from app.deps import CSRF, CommittingRoute, CurrentLearner, FormDep, SessionDep, is_htmx
 from app.practice.grading import MULTI_RULE, InvalidAnswer, correct_answer, tolerance_text
 from app.practice.service import AlreadyAnswered, answer_question
 from app.questions import service
@@ -18,7 +19,7 @@ from app.questions.schema import QuestionDoc
 from app.templating import templates
 from app.verify.service import latest_verdict
 
-router = APIRouter(include_in_schema=False)
+router = APIRouter(include_in_schema=False, route_class=CommittingRoute)
 
 # A time taken longer than this is a tab left open, not time spent on the question.
 MAX_TIME_TAKEN_MS = 24 * 3600 * 1000
@@ -55,9 +56,8 @@ def graded_context(doc: QuestionDoc, answer: Any, score: float, correct: bool) -
             "correct": correct, "key": correct_answer(doc)}
 
 
-async def read_answer(request: Request, fmt: str) -> tuple[Any, str | None]:
+def read_answer(form: FormData, fmt: str) -> tuple[Any, str | None]:
     """The submitted answer from a form: one key, a list of keys, or the typed number."""
-    form = await request.form()
     token = form.get("token")
     values = [v for v in form.getlist("answer") if isinstance(v, str)]
     if fmt == "multi":
@@ -104,13 +104,13 @@ def question_page(request: Request, slug: str, db_session: SessionDep) -> Respon
 
 
 @router.post("/questions/{slug}/answer")
-async def answer_page(
-    request: Request, slug: str, db_session: SessionDep, learner_id: CurrentLearner, _: CSRF
+def answer_page(
+    request: Request, slug: str, db_session: SessionDep, learner_id: CurrentLearner, _: CSRF, form: FormDep
 ) -> Response:
     question = _published_or_404(db_session, slug)
     assert question.current_revision is not None
     doc = service.revision_doc(question.current_revision)
-    raw, token = await read_answer(request, doc.effective_format)
+    raw, token = read_answer(form, doc.effective_format)
     base = {"question": question, "action": f"/questions/{slug}/answer"}
     try:
         _attempt, grade = answer_question(db_session=db_session, learner_id=learner_id,

@@ -10,7 +10,7 @@ from fastapi.responses import PlainTextResponse, RedirectResponse, Response
 from sqlalchemy import select
 
 from app.authoring.security import client_ip
-from app.deps import CSRF, CurrentLearner, SessionDep, is_htmx
+from app.deps import API_BUSY, API_ERROR, CSRF, CommittingRoute, CurrentLearner, FormDep, SessionDep, is_htmx
 from app.practice.models import Quiz, QuizItem
 from app.questions.models import STATUS_PUBLISHED, Question, QuestionRevision
 from app.questions.schema import QuestionDoc
@@ -23,7 +23,7 @@ from app.verify.models import RUN_DONE, RUN_FAILED, Run
 from app.verify.schemas import RunOut, VerifyIn, VerifyOut
 from app.verify.torchrun import torchrun_script
 
-api = APIRouter(prefix="/api/v1", tags=["verify"])
+api = APIRouter(prefix="/api/v1", tags=["verify"], responses=API_BUSY, route_class=CommittingRoute)
 
 # Database ids are 32-bit on PostgreSQL; a larger number is no run at all.
 MAX_ID = 2**31 - 1
@@ -149,7 +149,8 @@ def start_verify(
 
 
 @api.post("/questions/{slug}/verify", response_model=VerifyOut,
-          responses={404: {}, 422: {}, 429: {}})
+          responses={404: {"description": "No such published question, or it has no snippet.",
+                         **API_ERROR}, 422: {}, 429: {"description": "Too many new runs.", **API_ERROR}})
 def verify_question(
     slug: str, body: VerifyIn, request: Request, background: BackgroundTasks,
     db_session: SessionDep, learner_id: CurrentLearner,
@@ -171,7 +172,8 @@ def run_out(run: Run) -> RunOut:
     )
 
 
-@api.get("/runs/{run_id}", response_model=RunOut, responses={404: {}})
+@api.get("/runs/{run_id}", response_model=RunOut,
+         responses={404: {"description": "No run that this visitor may see.", **API_ERROR}})
 def get_run(run_id: RunId, request: Request, db_session: SessionDep,
             learner_id: CurrentLearner) -> RunOut:
     """A run's status and, once done, its measured result."""
@@ -180,7 +182,7 @@ def get_run(run_id: RunId, request: Request, db_session: SessionDep,
 
 # ---- Browser pages: the Verify panel, its polling fragment, and the torchrun script ----
 
-router = APIRouter(include_in_schema=False)
+router = APIRouter(include_in_schema=False, route_class=CommittingRoute)
 
 
 def has_answered(db_session: Any, learner_id: str, question_id: int) -> bool:
@@ -236,11 +238,10 @@ def _run_context(db_session: Any, learner_id: str, run: Run, slug: str | None,
 
 
 @router.post("/questions/{slug}/verify")
-async def verify_form(
+def verify_form(
     slug: str, request: Request, background: BackgroundTasks, db_session: SessionDep,
-    learner_id: CurrentLearner, _: CSRF,
+    learner_id: CurrentLearner, _: CSRF, form: FormDep
 ) -> Response:
-    form = await request.form()
     prev_id, rev_id = _small_int(form.get("prev")), _small_int(form.get("rev"))
     _revision, doc = runnable_doc(db_session, slug, rev_id, learner_id)
     assert doc.verify is not None
