@@ -237,7 +237,7 @@ def worker(
     import signal
     import threading
 
-    from app.verify.worker import WorkerPool
+    from app.verify.worker import WorkerPool, warm_engine
 
     settings = get_settings()
     if settings.uses_default_database:
@@ -252,6 +252,9 @@ def worker(
 
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, _stop)
+    # Start the rank pool now, so this worker's first run (perhaps one a dead worker
+    # left behind) does not also wait for torch to import.
+    threading.Thread(target=warm_engine, name="engine-warmup", daemon=True).start()
     pool.start()
     out.print(f"{concurrency} worker(s) waiting for runs.")
     while not stopping.wait(0.5):

@@ -40,17 +40,7 @@ from app.settings import Settings, get_settings
 from app.templating import STATIC_DIR, templates
 from app.verify import views as verify_views
 from app.verify.service import queue_state
-from app.verify.worker import WorkerPool
-
-
-def _warm_engine() -> None:
-    try:
-        from app.verify.engine import get_engine
-
-        # One trivial run forks the forkserver and imports torch in it.
-        get_engine().run("pass", world_size=1)
-    except Exception:  # the first run will start it, or report the failure
-        logging.getLogger("ddpdrill").exception("warming the verify engine failed")
+from app.verify.worker import WorkerPool, warm_engine
 
 
 def _wants_json(request: Request) -> bool:
@@ -96,7 +86,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             pool = WorkerPool(app.state.sessionmaker, settings, settings.workers)
             app.state.worker_pool = pool
             # Start the warm rank pool now, so the first Verify does not pay for it.
-            threading.Thread(target=_warm_engine, name="engine-warmup", daemon=True).start()
+            threading.Thread(target=warm_engine, name="engine-warmup", daemon=True).start()
             pool.start()
         yield
         if pool is not None:

@@ -196,6 +196,17 @@ class Worker:
         log.info("worker %s stopped after %d runs", self.worker_id, self.completed)
 
 
+def warm_engine() -> None:
+    try:
+        from app.verify.engine import get_engine
+
+        # One trivial run forks the forkserver and imports torch in it.
+        get_engine().run("pass", world_size=1)
+    except Exception:  # the first run will start it, or report the failure
+        log.exception("warming the verify engine failed")
+
+
+
 def _fields(obj: Any) -> dict[str, Any]:
     if hasattr(obj, "model_dump"):
         return dict(obj.model_dump())
@@ -208,6 +219,7 @@ class WorkerPool:
     """N worker threads in this process, sharing one stop flag and one wake-up signal."""
 
     def __init__(self, factory: sessionmaker[Session], settings: Settings, count: int) -> None:
+        self.factory = factory
         self.stop = threading.Event()
         self.wakeup = threading.Event()
         self.workers = [Worker(factory, settings, stop=self.stop, wakeup=self.wakeup)
@@ -219,8 +231,8 @@ class WorkerPool:
             t = threading.Thread(target=w.loop, name=f"verify-worker-{i}", daemon=True)
             t.start()
             self.threads.append(t)
-        bind = self.workers[0].factory.kw["bind"] if self.workers else None
-        if bind is not None and bind.dialect.name == "postgresql":
+        bind = self.factory.kw["bind"]
+        if bind.dialect.name == "postgresql":
             t = threading.Thread(target=self._listen, args=(bind,), name="verify-listen", daemon=True)
             t.start()
 

@@ -87,7 +87,7 @@ def server(database_url: str, loaded: None, tmp_path: Path) -> Iterator[Callable
     started: list[Server] = []
 
     def start(**env: str) -> Server:
-        s = Server(database_url, tmp_path, {k.upper(): v for k, v in env.items()}).start()
+        s = Server(database_url, tmp_path, {f"DDPDRILL_{k.upper()}": v for k, v in env.items()}).start()
         started.append(s)
         return s
 

@@ -30,8 +30,8 @@ SLUGS = sorted(FIXTURE)
 # The event-loop probe: the bound for /healthz under load. A blocked loop
 # shows as a stall of the whole lock hold (LOCK_HOLD_S), far above either bound.
 HEALTHZ_MEDIAN_S = 0.1
-HEALTHZ_MAX_S = 0.75
-LOCK_HOLD_S = 2.0
+HEALTHZ_MAX_S = 1.0
+LOCK_HOLD_S = 3.0
 
 
 async def api_answer(client: Client, slug: str, key: str) -> Reply:
@@ -178,6 +178,7 @@ def test_healthz_answers_fast_while_answers_wait_for_the_database(
             opened = await asyncio.gather(*(open_quiz(c) for c in quizzers))
             pages = await asyncio.gather(
                 *(c.get(path) for c, (_, path) in zip(quizzers, opened, strict=True)))
+            assert (await probe.get("/healthz")).status == 200  # connected, and the pool warm
             with database_held(database_url, LOCK_HOLD_S):
                 answers = asyncio.gather(
                     *(c.post_form(path + "/answer", answer_fields(p.text))
