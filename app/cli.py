@@ -92,6 +92,16 @@ def import_directory(settings: Settings, directory: Path) -> int:
     with db_session(settings) as session:
         report = import_bank(db_session=session, bank=bank)
     out.print(f"Imported {directory}: {report.summary()}.")
+    # Learners' first Verify should be a cache hit: queue every audited combination
+    # now, for `serve`'s worker or `ddpdrill worker` processes to run in the background.
+    from app.verify.audit import queue_published
+
+    engine = make_engine(settings.resolved_database_url)
+    try:
+        queued = queue_published(make_sessionmaker(engine))
+    finally:
+        engine.dispose()
+    out.print(f"{queued} audited runs are cached or queued for the workers.")
     return 0
 
 

@@ -13,7 +13,7 @@ from typing import Any
 from urllib.parse import quote, urlsplit
 
 import yaml
-from fastapi import APIRouter, Depends, HTTPException, Request
+from fastapi import APIRouter, BackgroundTasks, Depends, HTTPException, Request
 from fastapi.responses import RedirectResponse, Response
 from sqlalchemy import select
 from starlette.datastructures import FormData, UploadFile
@@ -58,6 +58,15 @@ def _notify_workers(request: Request) -> None:
     pool = getattr(request.app.state, "worker_pool", None)
     if pool is not None:
         pool.notify()
+
+
+def _prefill_cache(request: Request) -> None:
+    """Background task after an import or a publish: queue every published question's
+    audited knob combinations, so that learners' first Verify is a cache hit."""
+    from app.verify.audit import queue_published
+
+    queue_published(request.app.state.sessionmaker, versions=_versions())
+    _notify_workers(request)
 
 
 def _safe_next(target: str | None) -> str:
@@ -436,7 +445,8 @@ def verify_all(
 
 @author.post("/questions/{slug}/publish")
 def publish(
-    request: Request, slug: str, db_session: SessionDep, user: AuthorUser, _: CSRF, form: FormDep
+    request: Request, slug: str, db_session: SessionDep, user: AuthorUser, _: CSRF, form: FormDep,
+    background: BackgroundTasks,
 ) -> Response:
     question = _editable_question(db_session, user, slug, for_update=True)
     try:
@@ -451,6 +461,7 @@ def publish(
     except service.PublishRefused as exc:
         ctx = {**_gate_ctx(db_session, user, question), "error": f"Not published: {exc}"}
         return _page(request, "_gate.html" if is_htmx(request) else "gate.html", ctx, status=409)
+    background.add_task(_prefill_cache, request)
     target = f"/author/questions/{slug}/history?published=1"
     if is_htmx(request):
         return Response(status_code=204, headers={"HX-Redirect": target})
@@ -626,7 +637,8 @@ def bank_upload(
 
 @admin.post("/bank/import")
 def bank_import(
-    request: Request, db_session: SessionDep, user: AdminUser, _: CSRF, form: FormDep
+    request: Request, db_session: SessionDep, user: AdminUser, _: CSRF, form: FormDep,
+    background: BackgroundTasks,
 ) -> Response:
     try:
         report, result = service.confirm_import(
@@ -636,6 +648,7 @@ def bank_import(
         raise HTTPException(404, str(exc)) from None
     if result is None:
         return _page(request, "bank_report.html", {"user": user, "report": report}, status=422)
+    background.add_task(_prefill_cache, request)
     return _page(request, "bank_report.html", {"user": user, "report": report, "imported": result})
 
 

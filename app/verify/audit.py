@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,6 +19,9 @@ from app.verify import service
 from app.verify.expectations import CheckResult, evaluate
 from app.verify.models import RUN_DONE, RUN_FAILED, Run
 from app.verify.worker import Worker
+
+# Runs `bank verify` executes at once.
+AUDIT_CONCURRENCY = 4
 
 
 @dataclass
@@ -80,6 +84,21 @@ def _plan(
     return plan
 
 
+def queue_published(factory: sessionmaker[Session], *, versions: tuple[str, str] | None = None) -> int:
+    """Queue a run for every audited knob combination of every published question; how many.
+
+    Called after an import or a publish: workers execute the runs in the background,
+    so a learner's first Verify of any of these combinations is a cache hit. Runs
+    already cached or queued are reused, so calling it again costs only reads.
+    """
+    if versions is None:
+        from app.verify.engine import HARNESS_VERSION, torch_version
+
+        versions = (torch_version(), HARNESS_VERSION)
+    plan = _plan(factory, lambda s: _targets(s, None), False, versions)
+    return sum(len(runs) for _, runs in plan)
+
+
 def audit_bank(
     factory: sessionmaker[Session], settings: Settings, *, slug: str | None = None,
     fresh: bool = False, on_progress: Callable[[int, int], None] | None = None,
@@ -122,8 +141,15 @@ def _execute(
     versions: tuple[str, str], on_progress: Callable[[int, int], None] | None,
 ) -> list[QuestionAudit]:
     run_ids = [rid for _, runs in plan for rid, _, _ in runs]
-    worker = Worker(factory, settings)
     total = len(run_ids)
+    # Several runs at once: many of the bank's runs only wait (a hang waits out its
+    # timeout with idle ranks), so running them side by side costs little CPU.
+    stop = threading.Event()
+    workers = [Worker(factory, settings, stop=stop) for _ in range(AUDIT_CONCURRENCY)]
+    threads = [threading.Thread(target=w.loop, name=f"audit-worker-{i}", daemon=True)
+               for i, w in enumerate(workers)]
+    for t in threads:
+        t.start()
 
     def pending() -> int:
         with session_scope(factory) as s:
@@ -133,13 +159,21 @@ def _execute(
     left = pending()
     if on_progress:
         on_progress(total - left, total)
-    while left:
-        # Execute here; a server's workers sharing the database may take some too.
-        if not worker.run_once():
+    try:
+        while left:
+            # Executed here; a server's workers sharing the database may take some too.
             time.sleep(0.1)
-        left = pending()
-        if on_progress:
-            on_progress(total - left, total)
+            for w in workers:
+                w.wakeup.set()
+            left = pending()
+            if on_progress:
+                on_progress(total - left, total)
+    finally:
+        stop.set()
+        for w in workers:
+            w.wakeup.set()
+        for t in threads:
+            t.join()
 
     audits = []
     with session_scope(factory) as s:
