@@ -16,14 +16,17 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 from sqlalchemy import create_engine, func, select, text
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.practice.models import Attempt, Quiz, QuizItem
+from app.verify.models import RUN_DONE, Run
 from tests.classroom.conftest import Server
-from tests.factories import FIXTURE
+from tests.factories import FIXTURE, copy_bank, import_folder
 from tests.loadclient import Client, Reply, answer_fields, csrf_of
+from tests.service.conftest import wait_for
 
 QUIZ_ITEM = re.compile(r"^/quizzes/(?P<id>[0-9a-f-]{36})/(?P<pos>\d+)$")
 SLUGS = sorted(FIXTURE)
@@ -32,6 +35,8 @@ SLUGS = sorted(FIXTURE)
 HEALTHZ_MEDIAN_S = 0.1
 HEALTHZ_MAX_S = 1.0
 LOCK_HOLD_S = 3.0
+# Distinct knob values requested at once (each by two learners) in the burst test.
+BURST_DISTINCT = 40
 
 
 async def api_answer(client: Client, slug: str, key: str) -> Reply:
@@ -266,3 +271,38 @@ def test_server_killed_during_answer_load_keeps_every_acknowledged_attempt_once(
         assert set(acknowledged.values()) <= set(counts)
         assert s.scalar(select(func.count()).select_from(Attempt)) == len(sent)
     assert len(set(replayed.values())) == len(sent)
+
+
+def test_a_burst_of_fresh_verify_requests_is_queued_or_refused_and_every_accepted_run_completes(
+    server: Callable[..., Server], session_factory: sessionmaker[Session], tmp_path: Path,
+) -> None:
+    bank = copy_bank(tmp_path / "bank")
+    path = bank / "basics" / "fixture-single.yaml"
+    values = list(range(1, BURST_DISTINCT + 1))
+    path.write_text(path.read_text().replace("values: [1, 2]", f"values: {values}")
+                    .replace("audit: all", "audit: [{scale: 1}, {scale: 2}]"))
+    import_folder(session_factory, bank)
+    # 10 fresh runs a minute per learner, so 40 from one address: the burst crosses it.
+    srv = server(workers="2", verify_rate_per_minute="10")
+
+    async def main() -> list[Reply]:
+        clients = [Client(srv.url) for _ in range(2 * BURST_DISTINCT)]
+        try:
+            return list(await asyncio.gather(*(
+                c.post_json("/api/v1/questions/fixture-single/verify",
+                            {"params": {"scale": values[i % BURST_DISTINCT]}})
+                for i, c in enumerate(clients))))
+        finally:
+            await closing(clients)
+
+    replies = asyncio.run(main())
+    assert {r.status for r in replies} <= {200, 429}, [r.status for r in replies]
+    accepted = {r.json()["run_id"] for r in replies if r.status == 200}
+    assert accepted
+    assert all(r.headers.get("retry-after") for r in replies if r.status == 429)
+
+    def all_done() -> bool:
+        with session_factory() as s:
+            return set(s.scalars(select(Run.status).where(Run.id.in_(accepted))).all()) == {RUN_DONE}
+
+    wait_for(all_done, timeout=180, interval=0.25)
