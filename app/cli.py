@@ -14,6 +14,9 @@ from rich.markup import escape
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+# Every table, so foreign keys resolve when a command touches only some domains'
+# models (`bank import` on a configured database failed without it).
+import app.models
 from app.db import make_engine, make_sessionmaker, session_scope
 from app.questions.bank import load_bank, write_bank
 from app.questions.models import Question

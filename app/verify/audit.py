@@ -11,6 +11,8 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
+# Every table, so that foreign keys resolve in a CLI process that imports no views.
+import app.models  # noqa: F401
 from app.db import session_scope
 from app.questions.models import STATUS_PUBLISHED, Question, QuestionRevision
 from app.questions.service import revision_doc
