@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 
 # Every table, so foreign keys resolve when a command touches only some domains'
 # models (`bank import` on a configured database failed without it).
-import app.models
+from app import models as _every_model  # noqa: F401
 from app.db import make_engine, make_sessionmaker, session_scope
 from app.questions.bank import load_bank, write_bank
 from app.questions.models import Question
@@ -166,17 +166,16 @@ def bank_verify(
     if as_json:
         print(json.dumps([
             {"slug": a.slug, "passed": a.passed, "combos": [
-                {"params": c.params, "world_size": c.world_size, "run_id": c.run_id,
-                 "status": c.status, "outcome": c.outcome, "failure": c.failure,
-                 "passed": c.passed, "checks": [x.to_json() for x in c.checks]}
-                for c in a.combos]}
+                {**c.to_json(), "status": c.run.status if c.run else None,
+                 "outcome": c.result.outcome if c.result else None, "passed": c.passed}
+                for c in a.gate.combos]}
             for a in audits], indent=2))
     else:
         table = Table(title="Answer keys against torch", show_lines=False)
         for col in ("question", "knobs", "check", "expected", "measured", "result"):
             table.add_column(col, overflow="fold")
         for a in audits:
-            for c in a.combos:
+            for c in a.gate.combos:
                 knobs = ", ".join(f"{k}={v}" for k, v in c.params.items()) or "—"
                 # Measured text (torch's error messages) may contain [brackets]: escape it.
                 if c.failure:
@@ -187,7 +186,7 @@ def bank_verify(
                                   escape(x.measured),
                                   "[green]pass[/green]" if x.passed else "[red]FAIL[/red]")
         out.print(table)
-        combos = sum(len(a.combos) for a in audits)
+        combos = sum(len(a.gate.combos) for a in audits)
         out.print(f"{len(audits) - len(failed)}/{len(audits)} questions agree with torch "
                   f"({combos} knob combinations).")
     if failed:
@@ -204,8 +203,8 @@ def admin_create(
         "--password-stdin", help="Read the password from the first line of stdin (for scripts).")] = False,
 ) -> None:
     """Create an author or admin account. The password is prompted for, never an argument."""
-    from app.authoring.models import ROLES
-    from app.authoring.service import AccountError, audit, create_user
+    from app.accounts.models import ROLES
+    from app.accounts.service import AccountError, create_user
 
     if role not in ROLES:
         err.print(f"--role must be one of: {', '.join(ROLES)}")
@@ -219,9 +218,8 @@ def admin_create(
         _upgrade(settings)
     try:
         with db_session(settings) as session:
-            user = create_user(db_session=session, username=username, password=password, role=role)
-            audit(db_session=session, user=None, actor="cli", action="user.create",
-                  target=user.username, detail={"role": role, "via": "ddpdrill admin create"})
+            create_user(db_session=session, username=username, password=password, role=role,
+                        via="ddpdrill admin create")
     except AccountError as exc:
         err.print(f"Not created: {escape(str(exc))}")
         raise typer.Exit(1) from None
@@ -231,7 +229,7 @@ def admin_create(
 @admin_app.command("list")
 def admin_list() -> None:
     """List the accounts: username, role, whether active."""
-    from app.authoring.service import list_users
+    from app.accounts.service import list_users
 
     settings = get_settings()
     if settings.uses_default_database:

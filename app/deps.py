@@ -1,4 +1,5 @@
-"""Typed dependencies shared by the views: the request's session and the learner."""
+"""Typed dependencies shared by the views: the request's session, the learner, the signed-in
+user, the parsed form, CSRF and the client's address."""
 
 from __future__ import annotations
 
@@ -7,11 +8,14 @@ import inspect
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Annotated, Any
 
-from fastapi import Depends, Request
+from fastapi import Depends, HTTPException, Request
 from fastapi.routing import APIRoute
 from sqlalchemy.orm import Session
 from starlette.datastructures import FormData
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from app.accounts.models import User
+from app.accounts.sessions import read_session
 from app.csrf import require_csrf
 from app.db import session_scope
 from app.settings import Settings
@@ -21,7 +25,10 @@ READ_METHODS = {"GET", "HEAD", "OPTIONS"}
 
 
 def get_session(request: Request) -> Iterator[Session]:
-    """One transaction per request: committed when the view returns, rolled back on error."""
+    """One transaction per request: committed when the view returns, rolled back on error.
+
+    GET requests get a read-only session: on SQLite it takes no write lock.
+    """
     state = request.app.state
     factory = state.read_sessionmaker if request.method in READ_METHODS else state.sessionmaker
     with session_scope(factory) as session:
@@ -57,15 +64,13 @@ def commit_when_done(endpoint: Callable[..., Any]) -> Callable[..., Any]:
     return run_and_commit
 
 
-async def read_form(request: Request) -> AsyncIterator[FormData]:
-    """The request's form, parsed on the event loop so that a plain `def` view can use it.
+class CommittingRoute(APIRoute):
+    """The route class of every router: plain `def` views commit in their own thread."""
 
-    Views that touch the database are plain functions run in the thread pool: a
-    blocking database call inside an `async def` view stalls every request.
-    Uploaded files' temporary spools are closed when the request ends.
-    """
-    async with request.form() as form:
-        yield form
+    def __init__(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
+        if not inspect.iscoroutinefunction(endpoint):
+            endpoint = commit_when_done(endpoint)
+        super().__init__(path, endpoint, **kwargs)
 
 
 def get_learner_id(request: Request) -> str:
@@ -78,15 +83,81 @@ def get_settings_dep(request: Request) -> Settings:
     return settings
 
 
+async def read_form(request: Request) -> AsyncIterator[FormData]:
+    """The request's form, parsed on the event loop (the body is already in memory, see
+    BufferedBodyMiddleware), so that the view itself can be a plain `def` in the thread pool.
+    Uploaded files' temporary spools are closed once the response is sent."""
+    form = await request.form()
+    try:
+        yield form
+    finally:
+        await form.close()
+
+
 # scope="function" commits before the response is sent, so a failed commit is an error
 # the client sees rather than a success that silently lost its data.
 SessionDep = Annotated[Session, Depends(get_session, scope="function")]
-FormDep = Annotated[FormData, Depends(read_form)]
 WriteSessionDep = Annotated[Session, Depends(get_write_session, scope="function")]
 CurrentLearner = Annotated[str, Depends(get_learner_id)]
 SettingsDep = Annotated[Settings, Depends(get_settings_dep)]
+FormDep = Annotated[FormData, Depends(read_form)]
 # Add to every state-changing route: `_: CSRF`; tests enumerate routes to check it.
 CSRF = Annotated[None, Depends(require_csrf)]
+
+
+def current_user(request: Request, db_session: SessionDep) -> User | None:
+    """The signed-in, active user, or None for anyone else (anonymous learners included)."""
+    session = read_session(request)
+    if session is None:
+        return None
+    uid, version = session
+    user = db_session.get(User, uid)
+    if user is None or not user.active or user.session_version != version:
+        return None
+    return user
+
+
+class LoginRequired(StarletteHTTPException):
+    """Raised by the author and admin dependencies for a visitor who is not signed in.
+
+    A 401 on its own; the app's handler for it (accounts.views.login_required) sends a
+    browser's GET to the login page and tells htmx to go there.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(401, "Sign in as an author to see this page.")
+
+
+def require_author(user: Annotated[User | None, Depends(current_user)]) -> User:
+    """Any signed-in author or admin."""
+    if user is None:
+        raise LoginRequired()
+    return user
+
+
+def require_admin(user: Annotated[User, Depends(require_author)]) -> User:
+    """A signed-in admin; an author gets 403."""
+    if not user.is_admin:
+        raise HTTPException(403, "Only an admin may do this.")
+    return user
+
+
+OptionalUser = Annotated[User | None, Depends(current_user)]
+AuthorUser = Annotated[User, Depends(require_author)]
+AdminUser = Annotated[User, Depends(require_admin)]
+
+
+def client_ip(request: Request) -> str:
+    """The peer address. Behind a proxy this is the proxy's, unless uvicorn is started
+    with --proxy-headers and a trusted --forwarded-allow-ips (docs/authoring.md)."""
+    return (request.client.host if request.client else "") or "unknown"
+
+
+def notify_workers(request: Request) -> None:
+    """Wake this process's verify workers (if it has any) for a run just queued."""
+    pool = getattr(request.app.state, "worker_pool", None)
+    if pool is not None:
+        pool.notify()
 
 
 def is_htmx(request: Request) -> bool:
@@ -100,12 +171,3 @@ API_ERROR: dict[str, Any] = {"content": {"application/json": {"schema": {
     "type": "object", "properties": {"detail": {}}, "required": ["detail"]}}}}
 API_BUSY: dict[int | str, dict[str, Any]] = {
     503: {"description": "The server is at capacity; retry after Retry-After seconds.", **API_ERROR}}
-
-
-class CommittingRoute(APIRoute):
-    """The route class of every router: plain `def` views commit in their own thread."""
-
-    def __init__(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
-        if not inspect.iscoroutinefunction(endpoint):
-            endpoint = commit_when_done(endpoint)
-        super().__init__(path, endpoint, **kwargs)

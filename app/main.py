@@ -20,18 +20,22 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
+from app.accounts import views as accounts_views
 from app.authoring import views as authoring_views
-from app.authoring.security import LoginRequired
 from app.db import make_engine, make_sessionmaker, read_sessionmaker
+from app.deps import LoginRequired
+from app.errors import NotFound, RateLimited
 from app.identity import LearnerCookieMiddleware
 from app.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
-from app.metrics import AppMetrics, RequestMetricsMiddleware
+from app.metrics import AppMetrics
 from app.middleware import (
     OVERLOAD_RETRY_AFTER_S,
     AdmissionMiddleware,
     BufferedBodyMiddleware,
+    RequestMetricsMiddleware,
     SecurityHeadersMiddleware,
 )
+from app.practice import api as practice_api
 from app.practice import views as practice_views
 from app.questions import api as questions_api
 from app.questions import views as questions_views
@@ -39,6 +43,7 @@ from app.render.markdown import pygments_css
 from app.settings import Settings, get_settings
 from app.templating import STATIC_DIR, templates
 from app.verify import views as verify_views
+from app.verify.knobs import InvalidKnob
 from app.verify.service import queue_state
 from app.verify.worker import WorkerPool, warm_engine
 
@@ -49,7 +54,7 @@ def _wants_json(request: Request) -> bool:
 
 class SafeJSONResponse(JSONResponse):
     """JSON that escapes non-ASCII, so an error echoing a lone surrogate from the request
-    (a knob named "\\ud800") is still valid UTF-8 rather than a 500."""
+    is still valid UTF-8 rather than a 500."""
 
     def render(self, content: object) -> bytes:
         return json.dumps(content, ensure_ascii=True, separators=(",", ":")).encode()
@@ -108,7 +113,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         return state
 
     app.state.metrics = AppMetrics(read_queue)
-
     app.add_middleware(LearnerCookieMiddleware, secret_key=settings.resolved_secret_key())
     # A request takes a slot only once its body is in, so slow clients hold no slot.
     app.add_middleware(AdmissionMiddleware, limit=settings.max_requests_in_flight,
@@ -121,13 +125,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     app.mount("/static", StaticFiles(directory=str(STATIC_DIR)), name="static")
     app.include_router(questions_api.router)
+    app.include_router(practice_api.router)
     app.include_router(verify_views.api)
     app.include_router(verify_views.router)
     app.include_router(questions_views.router)
     app.include_router(practice_views.router)
+    app.include_router(accounts_views.router)
     app.include_router(authoring_views.router)
     # Signed-out visitors to /author and /admin are sent to the login page.
-    app.add_exception_handler(LoginRequired, authoring_views.login_required)
+    app.add_exception_handler(LoginRequired, accounts_views.login_required)
 
     css = pygments_css()
 
@@ -157,11 +163,46 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             return RedirectResponse(twin, status_code=307)
         if _wants_json(request):
             return SafeJSONResponse({"detail": exc.detail}, status_code=exc.status_code,
-                                headers=getattr(exc, "headers", None))
+                                    headers=getattr(exc, "headers", None))
         return templates.TemplateResponse(
             request, "errors/error.html",
             {"status": exc.status_code, "detail": exc.detail}, status_code=exc.status_code,
         )
+
+    def error_page(request: Request, status: int, detail: object,
+                   headers: dict[str, str] | None = None) -> Response:
+        if _wants_json(request):
+            return SafeJSONResponse({"detail": detail}, status_code=status, headers=headers)
+        return templates.TemplateResponse(request, "errors/error.html",
+                                          {"status": status, "detail": detail}, status_code=status,
+                                          headers=headers)
+
+    @app.exception_handler(NotFound)
+    async def not_found(request: Request, exc: NotFound) -> Response:
+        return error_page(request, 404, str(exc))
+
+    @app.exception_handler(RateLimited)
+    async def rate_limited(request: Request, exc: RateLimited) -> Response:
+        return error_page(request, 429, str(exc), {"Retry-After": str(exc.retry_after_s)})
+
+    @app.exception_handler(InvalidKnob)
+    async def invalid_knob(request: Request, exc: InvalidKnob) -> Response:
+        if _wants_json(request):
+            return error_page(request, 422, [{"loc": ["body", "params", exc.knob], "msg": exc.message,
+                                              "type": "knob"}])
+        return error_page(request, 422, str(exc))
+
+    @app.exception_handler(PoolTimeout)
+    @app.exception_handler(OperationalError)
+    @app.exception_handler(sqlite3.OperationalError)  # raised by our own writer lock
+    async def database_busy(request: Request, exc: Exception) -> Response:
+        # SQLite stayed locked past our wait, or no pool connection came free in time:
+        # the request did nothing, so the client may simply retry.
+        if isinstance(exc, OperationalError | sqlite3.OperationalError) and not _busy(exc):
+            raise exc
+        logging.getLogger("ddpdrill").warning("database busy on %s: %s", request.url.path, exc)
+        return error_page(request, 503, "The server is busy; try again in a moment.",
+                          {"Retry-After": str(OVERLOAD_RETRY_AFTER_S)})
 
     @app.exception_handler(OverflowError)
     @app.exception_handler(DataError)
@@ -173,23 +214,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             return JSONResponse({"detail": detail}, status_code=422)
         return templates.TemplateResponse(request, "errors/error.html",
                                           {"status": 422, "detail": detail}, status_code=422)
-
-    @app.exception_handler(PoolTimeout)
-    @app.exception_handler(OperationalError)
-    @app.exception_handler(sqlite3.OperationalError)  # raised by our own writer lock
-    async def database_busy(request: Request, exc: Exception) -> Response:
-        # SQLite stayed locked past our wait, or no pool connection came free in time:
-        # the request did nothing, so the client may simply retry.
-        if isinstance(exc, OperationalError | sqlite3.OperationalError) and not _busy(exc):
-            raise exc
-        logging.getLogger("ddpdrill").warning("database busy on %s: %s", request.url.path, exc)
-        detail = "The server is busy; try again in a moment."
-        headers = {"Retry-After": str(OVERLOAD_RETRY_AFTER_S)}
-        if _wants_json(request):
-            return JSONResponse({"detail": detail}, status_code=503, headers=headers)
-        return templates.TemplateResponse(request, "errors/error.html",
-                                          {"status": 503, "detail": detail}, status_code=503,
-                                          headers=headers)
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(request: Request, exc: RequestValidationError) -> Response:

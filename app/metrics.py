@@ -8,14 +8,12 @@ same numbers however many workers and web processes share the database.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 # Request latency buckets (seconds): the targets are p99 ≤ 250 ms for answers.
@@ -72,32 +70,3 @@ class AppMetrics:
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry) + generate_latest(WORKER_REGISTRY)
-
-
-class RequestMetricsMiddleware:
-    """Times every request and labels it with its route template (never the raw path)."""
-
-    def __init__(self, app: ASGIApp, metrics: AppMetrics) -> None:
-        self.app = app
-        self.metrics = metrics
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        start = time.perf_counter()
-        status = 500
-
-        async def record_status(message: Message) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = int(message["status"])
-            await send(message)
-
-        try:
-            await self.app(scope, receive, record_status)
-        finally:
-            route = scope.get("route")
-            template = getattr(route, "path", None) or "(unmatched)"
-            self.metrics.requests.labels(scope["method"], template, str(status)).observe(
-                time.perf_counter() - start)

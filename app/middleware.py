@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from app.metrics import AppMetrics
 
 # The largest body any route takes: a zipped bank upload (5 MB) and its form overhead.
 MAX_BODY_BYTES = 6 * 1024 * 1024
@@ -156,3 +159,32 @@ class SecurityHeadersMiddleware:
             await send(message)
 
         await self.app(scope, receive, with_headers)
+
+
+class RequestMetricsMiddleware:
+    """Times every request and labels it with its route template (never the raw path)."""
+
+    def __init__(self, app: ASGIApp, metrics: AppMetrics) -> None:
+        self.app = app
+        self.metrics = metrics
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        start = time.perf_counter()
+        status = 500
+
+        async def record_status(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = int(message["status"])
+            await send(message)
+
+        try:
+            await self.app(scope, receive, record_status)
+        finally:
+            route = scope.get("route")
+            template = getattr(route, "path", None) or "(unmatched)"
+            self.metrics.requests.labels(scope["method"], template, str(status)).observe(
+                time.perf_counter() - start)

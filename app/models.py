@@ -1,6 +1,7 @@
 """Imports every model so that metadata (and Alembic) sees all tables."""
 
-from app.authoring.models import AuditEntry, User
+from app.accounts.models import AuditEntry, LoginAttempt, User
+from app.authoring.models import BankUpload
 from app.db import Base
 from app.practice.models import Attempt, Learner, Quiz, QuizItem, ReviewCard
 from app.questions.models import Question, QuestionRevision, Topic
@@ -9,8 +10,10 @@ from app.verify.models import Run, Verdict
 __all__ = [
     "Attempt",
     "AuditEntry",
+    "BankUpload",
     "Base",
     "Learner",
+    "LoginAttempt",
     "Question",
     "QuestionRevision",
     "Quiz",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from fastapi.templating import Jinja2Templates
@@ -11,6 +10,8 @@ from app.csrf import csrf_token
 from app.render.markdown import highlight_code, render_inline, render_markdown
 from app.render.runs import bucket_views, error_lines, timeline_picture, value_names
 from app.render.traces import static_bucket_picture, static_rank_picture
+from app.verify import knobs
+from app.verify.service import result_of
 
 TEMPLATES_DIR = Path(__file__).resolve().parent.parent / "templates"
 STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
@@ -41,8 +42,9 @@ def make_templates() -> Jinja2Templates:
     env.globals["bucket_views"] = bucket_views
     env.globals["error_lines"] = error_lines
     env.globals["value_names"] = value_names
-    env.filters["tojson_compact"] = lambda v: json.dumps(v, separators=(",", ":"), default=str,
-                                                                ensure_ascii=False)
+    env.globals["run_result"] = result_of
+    # Compact JSON for showing measured values, and the knob codec's form values (the same text).
+    env.filters["tojson_compact"] = knobs.encode
     env.globals["difficulty_names"] = DIFFICULTY_NAMES
     return templates
 

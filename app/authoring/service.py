@@ -1,4 +1,4 @@
-"""Accounts, the audit log, drafts and revisions, the publish gate, and bank uploads.
+"""Drafts and revisions, publishing through the gate, and bank uploads.
 
 Editing never changes what learners see: every save appends an immutable
 revision and points `Question.draft_revision_id` at it; only `publish` moves
@@ -10,20 +10,20 @@ whose expectations all pass.
 from __future__ import annotations
 
 import difflib
-import re
 import tempfile
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
-from app.authoring import bankfiles, security
-from app.authoring.models import ROLE_ADMIN, ROLES, AuditEntry, BankUpload, LoginAttempt, User
-from app.authoring.security import burn_verify, hash_password
+from app.accounts.models import ROLE_ADMIN, User
+from app.accounts.service import audit
+from app.authoring import bankfiles
+from app.authoring.models import BankUpload
 from app.db import utcnow
 from app.questions.bank import Bank, content_hash, dump_question_yaml, load_bank
 from app.questions.models import (
@@ -44,27 +44,16 @@ from app.questions.service import (
     revision_doc,
     upsert_topic,
 )
+from app.verify import gate
 from app.verify import service as verify_service
-from app.verify.expectations import CheckResult, evaluate
-from app.verify.models import RUN_DONE, RUN_FAILED, RUN_QUEUED, RUN_RUNNING, Run, Verdict
+from app.verify.models import Run, Verdict
 
-USERNAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$")
-# Long enough that guessing within the login rate limit is hopeless.
-MIN_PASSWORD_LENGTH = 10
-# Failed logins are counted over this window (settings.login_attempts_per_minute).
-LOGIN_WINDOW_SECONDS = 60
-# Failed-login rows older than this are deleted on the next login.
-LOGIN_ATTEMPT_RETENTION = timedelta(hours=1)
 # An upload not confirmed within this time is deleted.
 UPLOAD_RETENTION = timedelta(hours=1)
 
 SOURCE_EDITOR = "editor"
 SOURCE_REVERT = "revert"
 SOURCE_OVERRIDE = "override"
-
-
-class AccountError(ValueError):
-    """A username, password or role that cannot be used."""
 
 
 class NotAllowed(PermissionError):
@@ -78,165 +67,9 @@ class Conflict(ValueError):
 class PublishRefused(ValueError):
     """The publish gate is closed; `gate` says why."""
 
-    def __init__(self, message: str, gate: Gate | None = None) -> None:
+    def __init__(self, message: str, result: gate.Gate | None = None) -> None:
         super().__init__(message)
-        self.gate = gate
-
-
-# Audit log --------------------------------------------------------------------------------
-
-
-def audit(
-    *, db_session: Session, user: User | None, action: str, target: str = "",
-    detail: dict[str, Any] | None = None, actor: str | None = None,
-) -> AuditEntry:
-    """Record who did what to what."""
-    entry = AuditEntry(user_id=user.id if user else None,
-                       actor=(actor if actor is not None else (user.username if user else "-"))[:64],
-                       action=action, target=target[:200], detail=detail or {})
-    db_session.add(entry)
-    db_session.flush()
-    return entry
-
-
-def list_audit(
-    *, db_session: Session, actor: str | None = None, action: str | None = None, limit: int = 200
-) -> list[AuditEntry]:
-    """The newest audit entries, optionally for one actor or action prefix."""
-    stmt = select(AuditEntry).order_by(AuditEntry.created_at.desc(), AuditEntry.id.desc())
-    if actor:
-        stmt = stmt.where(AuditEntry.actor == actor)
-    if action:
-        stmt = stmt.where(AuditEntry.action.startswith(action))
-    return list(db_session.scalars(stmt.limit(limit)))
-
-
-# Accounts ---------------------------------------------------------------------------------
-
-
-def check_password(password: str) -> None:
-    if len(password) < MIN_PASSWORD_LENGTH:
-        raise AccountError(f"a password needs at least {MIN_PASSWORD_LENGTH} characters")
-
-
-def create_user(*, db_session: Session, username: str, password: str, role: str) -> User:
-    """A new active account; raises AccountError for a bad or taken name, role or password."""
-    if not USERNAME_RE.match(username):
-        raise AccountError("a username is 1–64 letters, digits and . _ @ -, starting with a letter or digit")
-    if role not in ROLES:
-        raise AccountError(f"role must be one of {', '.join(ROLES)}")
-    check_password(password)
-    if get_user_by_name(db_session=db_session, username=username) is not None:
-        raise AccountError(f"the username {username!r} is taken")
-    user = User(username=username, password_hash=hash_password(password), role=role, active=True)
-    db_session.add(user)
-    db_session.flush()
-    return user
-
-
-def get_user(*, db_session: Session, user_id: int) -> User | None:
-    """The account with this id."""
-    return db_session.get(User, user_id)
-
-
-def get_user_by_name(*, db_session: Session, username: str) -> User | None:
-    """The account with this username (case-insensitive)."""
-    return db_session.scalar(select(User).where(func.lower(User.username) == username.lower()))
-
-
-def list_users(*, db_session: Session) -> list[User]:
-    """Every account, by name."""
-    return list(db_session.scalars(select(User).order_by(User.username)))
-
-
-def update_user(
-    *, db_session: Session, user: User, role: str | None = None, active: bool | None = None,
-    password: str | None = None,
-) -> list[str]:
-    """Change an account; any change signs it out everywhere. Returns what changed."""
-    changed = []
-    if role is not None and role != user.role:
-        if role not in ROLES:
-            raise AccountError(f"role must be one of {', '.join(ROLES)}")
-        user.role = role
-        changed.append(f"role={role}")
-    if active is not None and active != user.active:
-        user.active = active
-        changed.append(f"active={active}")
-    if password:
-        check_password(password)
-        user.password_hash = hash_password(password)
-        changed.append("password")
-    if changed:
-        user.session_version += 1
-        db_session.flush()
-    return changed
-
-
-def sign_out_everywhere(*, db_session: Session, user: User) -> None:
-    """Invalidate every session cookie issued to this user."""
-    user.session_version += 1
-    db_session.flush()
-
-
-@dataclass
-class LoginResult:
-    user: User | None
-    limited: bool = False
-
-
-def failed_logins(*, db_session: Session, username: str, client_ip: str, seconds: float) -> int:
-    """Failed sign-ins for this username from this address in the last `seconds`."""
-    since = utcnow() - timedelta(seconds=seconds)
-    return int(db_session.scalar(
-        select(func.count()).select_from(LoginAttempt).where(
-            LoginAttempt.username == username.lower()[:64], LoginAttempt.client_ip == client_ip[:64],
-            LoginAttempt.created_at >= since)
-    ) or 0)
-
-
-def authenticate(
-    *, db_session: Session, username: str, password: str, client_ip: str, limit: int
-) -> LoginResult:
-    """The active user these credentials name, or None; `limited` once the rate limit is hit.
-
-    The limit counts failures per (username, client address) in the database, so it
-    holds across web processes. Every attempt is first recorded as a failure, in a
-    short transaction in which attempts for one pair take turns (SQLite: the write
-    lock; PostgreSQL: a transaction-scoped advisory lock), so a burst of concurrent
-    guesses cannot all read the count before any is recorded. That transaction is
-    committed here, before the password hash is checked: the check takes a tenth of
-    a second of CPU, and on SQLite no other request could write meanwhile. A correct
-    password then removes its record in the request's next transaction.
-    """
-    if db_session.get_bind().dialect.name == "postgresql":
-        pair = f"login:{username.lower()[:64]}:{client_ip[:64]}"
-        db_session.execute(select(func.pg_advisory_xact_lock(func.hashtext(pair))))
-    db_session.execute(
-        delete(LoginAttempt).where(LoginAttempt.created_at < utcnow() - LOGIN_ATTEMPT_RETENTION)
-    )
-    if failed_logins(db_session=db_session, username=username, client_ip=client_ip,
-                     seconds=LOGIN_WINDOW_SECONDS) >= limit:
-        return LoginResult(None, limited=True)
-    attempt = LoginAttempt(username=username.lower()[:64], client_ip=client_ip[:64])
-    db_session.add(attempt)
-    user = get_user_by_name(db_session=db_session, username=username)
-    db_session.commit()
-    ok = False
-    if user is None or not user.active:
-        burn_verify(password)
-    else:
-        try:
-            ok, new_hash = security.password_hasher.verify_and_update(password, user.password_hash)
-        except Exception:  # a corrupt stored hash is a failed login
-            ok, new_hash = False, None
-        if ok and new_hash:
-            user.password_hash = new_hash
-    if not ok:
-        return LoginResult(None)
-    db_session.delete(attempt)
-    db_session.flush()
-    return LoginResult(user)
+        self.gate = result
 
 
 # Questions and revisions -----------------------------------------------------------------
@@ -374,6 +207,15 @@ def revert(*, db_session: Session, question: Question, number: int, user: User) 
     return rev
 
 
+def author_names(*, db_session: Session, revisions: list[QuestionRevision]) -> dict[int, str]:
+    """The usernames of these revisions' authors, by user id."""
+    ids = {r.author_id for r in revisions if r.author_id is not None}
+    if not ids:
+        return {}
+    rows = db_session.execute(select(User.id, User.username).where(User.id.in_(ids)))
+    return {uid: name for uid, name in rows}
+
+
 def revision_text(rev: QuestionRevision) -> str:
     """What a diff compares: the question as bank YAML, then its snippet."""
     doc = revision_doc(rev)
@@ -399,113 +241,39 @@ def retire(*, db_session: Session, question: Question, user: User) -> None:
     audit(db_session=db_session, user=user, action="question.retire", target=question.slug)
 
 
-# The publish gate -------------------------------------------------------------------------
-
-
-@dataclass
-class ComboGate:
-    params: dict[str, Any]
-    world_size: int
-    run: Run | None
-    checks: list[CheckResult] = field(default_factory=list)
-
-    @property
-    def state(self) -> str:
-        if self.run is None:
-            return "not run"
-        if self.run.status in (RUN_QUEUED, RUN_RUNNING):
-            return self.run.status
-        if self.run.status == RUN_FAILED:
-            return "infrastructure failure"
-        if not self.checks:
-            return "no expectation applies"
-        return "passed" if self.passed else "failed"
-
-    @property
-    def passed(self) -> bool:
-        return (self.run is not None and self.run.status == RUN_DONE and bool(self.checks)
-                and all(c.passed for c in self.checks))
-
-    @property
-    def pending(self) -> bool:
-        return self.run is not None and self.run.status in (RUN_QUEUED, RUN_RUNNING)
-
-
-@dataclass
-class Gate:
-    revision: QuestionRevision
-    torch_version: str
-    combos: list[ComboGate]
-    has_snippet: bool
-
-    @property
-    def passed(self) -> bool:
-        return self.has_snippet and bool(self.combos) and all(c.passed for c in self.combos)
-
-    @property
-    def pending(self) -> bool:
-        return any(c.pending for c in self.combos)
-
-    @property
-    def complete(self) -> bool:
-        """Every combination has a finished (or permanently failed) run."""
-        return bool(self.combos) and all(c.run is not None and not c.pending for c in self.combos)
-
-    def reason(self) -> str:
-        if not self.has_snippet:
-            return "this question has no snippet; only an admin may publish it, with an override"
-        if self.passed:
-            return "every expectation passes on torch " + self.torch_version
-        missing = sum(1 for c in self.combos if c.run is None)
-        if missing:
-            return (f"{missing} knob combination(s) not run on torch {self.torch_version} yet: "
-                    "press Verify all")
-        if self.pending:
-            return "runs are still in progress"
-        failed = sum(1 for c in self.combos if not c.passed)
-        return f"{failed} knob combination(s) fail their expectations"
-
-    def verdict_checks(self) -> list[dict[str, Any]]:
-        return [{"params": c.params, "world_size": c.world_size,
-                 "run_id": c.run.id if c.run else None,
-                 "failure": c.run.failure_reason if c.run else "not run",
-                 "checks": [x.to_json() for x in c.checks]} for c in self.combos]
-
-
-def gate(*, db_session: Session, revision: QuestionRevision, versions: tuple[str, str]) -> Gate:
-    """The publish gate of a revision: each audited combination's live run and its checks."""
-    doc = revision_doc(revision)
-    torch_v, harness_v = versions
-    if doc.verify is None or doc.snippet_text is None:
-        return Gate(revision, torch_v, [], has_snippet=False)
-    combos = []
-    for combo in verify_service.audit_combinations(doc.verify):
-        req = verify_service.request_for(doc, combo, torch_version=torch_v, harness_version=harness_v,
-                                         revision_id=revision.id)
-        run = verify_service.find_live(db_session=db_session, key=req.key)
-        checks = []
-        if run is not None and run.status == RUN_DONE and run.result is not None:
-            checks = evaluate(doc.verify.expect, run.result, req.params, req.world_size)
-        combos.append(ComboGate(req.params, req.world_size, run, checks))
-    return Gate(revision, torch_v, combos, has_snippet=True)
+# The publish gate (the rule itself is app.verify.gate, shared with `bank verify`) -----------
 
 
 def request_verification(
-    *, db_session: Session, revision: QuestionRevision, versions: tuple[str, str], user: User,
-    fresh: bool = False,
+    *, db_session: Session, question: Question, user: User, fresh: bool = False,
 ) -> list[Run]:
-    """Queue (or reuse from the cache) a run for every audited combination of a revision."""
-    doc = revision_doc(revision)
-    if doc.verify is None or doc.snippet_text is None:
+    """Queue (or reuse from the cache) a run for every audited combination of the revision that
+    publishing would show; audited. Empty when there is nothing to publish or run."""
+    rev = publishable_revision(db_session=db_session, question=question)
+    if rev is None:
         return []
-    runs = []
-    for combo in verify_service.audit_combinations(doc.verify):
-        req = verify_service.request_for(doc, combo, torch_version=versions[0],
-                                         harness_version=versions[1], revision_id=revision.id,
-                                         requested_by=f"author:{user.id}")
-        run, _cached = verify_service.request_run(db_session=db_session, req=req, fresh=fresh)
-        runs.append(run)
+    runs = gate.request_runs(db_session=db_session, revision=rev,
+                             versions=verify_service.engine_versions(),
+                             requested_by=f"author:{user.id}", fresh=fresh)
+    audit(db_session=db_session, user=user, action="question.verify", target=question.slug,
+          detail={"revision": rev.number, "runs": [r.id for r in runs]})
     return runs
+
+
+def run_draft(
+    *, db_session: Session, doc: QuestionDoc, user: User, params: dict[str, Any], fresh: bool = False,
+) -> Run:
+    """Run an editor's snippet as it stands (saved or not) with these knob values; audited.
+
+    Raises knobs.InvalidKnob for a value the draft does not allow.
+    """
+    torch_v, harness_v = verify_service.engine_versions()
+    req = verify_service.request_for(doc, params, torch_version=torch_v, harness_version=harness_v,
+                                     requested_by=f"author:{user.id}")
+    run, cached = verify_service.request_run(db_session=db_session, req=req, fresh=fresh)
+    audit(db_session=db_session, user=user, action="run.request", target=doc.slug,
+          detail={"run": run.id, "params": req.params, "cached": cached})
+    return run
 
 
 def publishable_revision(*, db_session: Session, question: Question) -> QuestionRevision | None:
@@ -534,13 +302,11 @@ def publish(
     rev = publishable_revision(db_session=db_session, question=question)
     if rev is None:
         raise PublishRefused("there is no unpublished revision to publish")
-    g = gate(db_session=db_session, revision=rev, versions=versions)
+    g = gate.check(db_session=db_session, revision=rev, versions=versions)
     if not g.has_snippet:
         raise PublishRefused(g.reason(), g)
     if g.complete:
-        verify_service.record_verdict(db_session=db_session, revision_id=rev.id,
-                                      torch_version=g.torch_version, passed=g.passed,
-                                      checks=g.verdict_checks())
+        gate.record(db_session=db_session, gate=g)
     if not g.passed:
         audit(db_session=db_session, user=user, action="question.publish_refused",
               target=question.slug, detail={"revision": rev.number, "reason": g.reason()})
@@ -726,7 +492,14 @@ def confirm_import(
     return report, result
 
 
-def export_zip(*, db_session: Session) -> bytes:
-    """The bank (current revisions of every question not retired) as a zip."""
+def refuse_upload(*, db_session: Session, user: User, reason: str) -> None:
+    """Record an upload that could not be read as bank files."""
+    audit(db_session=db_session, user=user, action="bank.upload_rejected", detail={"reason": reason})
+
+
+def export_zip(*, db_session: Session, user: User) -> bytes:
+    """The bank (current revisions of every question not retired) as a zip; audited."""
     docs, topics = export_bank(db_session=db_session)
-    return bankfiles.bank_zip(docs, topics)
+    data = bankfiles.bank_zip(docs, topics)
+    audit(db_session=db_session, user=user, action="bank.export", detail={"bytes": len(data)})
+    return data

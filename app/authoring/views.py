@@ -1,5 +1,5 @@
-"""Author and admin pages: sign-in, the question editor, runs, the publish gate, revisions,
-users, the audit log, and the bank as files.
+"""Author and admin pages: the question editor, runs, the publish gate, revisions, and the
+bank as files (sign-in and accounts are app.accounts.views).
 
 Every route under /author needs a signed-in author (or admin) and every route under
 /admin an admin; both are enforced on the router, so a new route cannot forget it
@@ -8,9 +8,7 @@ Every route under /author needs a signed-in author (or admin) and every route un
 
 from __future__ import annotations
 
-import json
 from typing import Any
-from urllib.parse import quote, urlsplit
 
 import yaml
 from fastapi import APIRouter, BackgroundTasks, Depends, HTTPException, Request
@@ -18,26 +16,27 @@ from fastapi.responses import RedirectResponse, Response
 from sqlalchemy import select
 from starlette.datastructures import FormData, UploadFile
 
+from app.accounts.models import User
 from app.authoring import bankfiles, schemas, service
-from app.authoring.models import ROLES, User
-from app.authoring.security import (
+from app.deps import (
+    CSRF,
     AdminUser,
     AuthorUser,
-    LoginRequired,
-    OptionalUser,
-    clear_session_cookie,
-    client_ip,
+    CommittingRoute,
+    FormDep,
+    SessionDep,
+    WriteSessionDep,
+    is_htmx,
+    notify_workers,
     require_admin,
     require_author,
-    set_session_cookie,
 )
-from app.deps import CSRF, CommittingRoute, FormDep, SessionDep, SettingsDep, WriteSessionDep, is_htmx
-from app.questions.bank import load_yaml
 from app.questions.models import STATUS_DRAFT, STATUS_PUBLISHED, STATUS_RETIRED, Question, Topic
 from app.questions.schema import Expectation
 from app.questions.service import revision_doc
 from app.render.markdown import highlight_code, render_markdown
 from app.templating import templates
+from app.verify import gate, knobs
 from app.verify import service as verify_service
 from app.verify.expectations import evaluate
 from app.verify.models import RUN_QUEUED, RUN_RUNNING, Run
@@ -48,102 +47,9 @@ author = APIRouter(prefix="/author", include_in_schema=False, dependencies=[Depe
 admin = APIRouter(prefix="/admin", include_in_schema=False, dependencies=[Depends(require_admin)],
                   route_class=CommittingRoute)
 
-def _versions() -> tuple[str, str]:
-    from app.verify.views import engine_versions
-
-    return engine_versions()
-
-
-def _notify_workers(request: Request) -> None:
-    pool = getattr(request.app.state, "worker_pool", None)
-    if pool is not None:
-        pool.notify()
-
-
-def _prefill_cache(request: Request) -> None:
-    """Background task after an import or a publish: queue every published question's
-    audited knob combinations, so that learners' first Verify is a cache hit."""
-    from app.verify.audit import queue_published
-
-    queue_published(request.app.state.sessionmaker, versions=_versions())
-    _notify_workers(request)
-
-
-def _safe_next(target: str | None) -> str:
-    """A local path to go to after signing in; anything else becomes /author."""
-    if not target or not target.startswith("/") or target.startswith("//") or "\\" in target:
-        return "/author"
-    parts = urlsplit(target)
-    if parts.scheme or parts.netloc:
-        return "/author"
-    return target
-
-
-def login_required(request: Request, exc: Exception) -> Response:
-    """Exception handler for LoginRequired: browsers go to the login page, others get 401."""
-    target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
-    login = f"/login?next={quote(target, safe='')}"
-    if is_htmx(request):
-        return Response(status_code=401, headers={"HX-Redirect": login})
-    if request.method == "GET":
-        return RedirectResponse(login, status_code=303)
-    return templates.TemplateResponse(
-        request, "errors/error.html",
-        {"status": 401, "detail": "Sign in as an author to do this."}, status_code=401,
-    )
-
 
 def _page(request: Request, name: str, ctx: dict[str, Any], status: int = 200, **kw: Any) -> Response:
     return templates.TemplateResponse(request, f"authoring/{name}", ctx, status_code=status, **kw)
-
-
-# Sign-in ------------------------------------------------------------------------------------
-
-
-@router.get("/login")
-def login_page(request: Request, user: OptionalUser, next: str = "/author") -> Response:
-    return _page(request, "login.html", {"user": user, "next": _safe_next(next), "username": ""})
-
-
-@router.post("/login")
-def login(
-    request: Request, db_session: SessionDep, settings: SettingsDep, _: CSRF, form: FormDep
-) -> Response:
-    username = str(form.get("username") or "").strip()[:64]
-    password = str(form.get("password") or "")
-    target = _safe_next(str(form.get("next") or ""))
-    result = service.authenticate(db_session=db_session, username=username, password=password,
-                                  client_ip=client_ip(request),
-                                  limit=settings.login_attempts_per_minute)
-    ctx: dict[str, Any] = {"user": None, "next": target, "username": username}
-    if result.limited:
-        service.audit(db_session=db_session, user=None, actor=username, action="login.limited",
-                      detail={"ip": client_ip(request)})
-        return _page(request, "login.html",
-                     {**ctx, "error": "Too many failed sign-ins; wait a minute and try again."},
-                     status=429, headers={"Retry-After": str(service.LOGIN_WINDOW_SECONDS)})
-    if result.user is None:
-        service.audit(db_session=db_session, user=None, actor=username, action="login.failed",
-                      detail={"ip": client_ip(request)})
-        return _page(request, "login.html",
-                     {**ctx, "error": "That username and password do not match an active account."},
-                     status=401)
-    service.audit(db_session=db_session, user=result.user, action="login",
-                  detail={"ip": client_ip(request)})
-    response = RedirectResponse(target, status_code=303)
-    set_session_cookie(response, request, result.user)
-    return response
-
-
-@router.post("/logout")
-def logout(request: Request, db_session: SessionDep, user: OptionalUser, _: CSRF) -> Response:
-    if user is not None:
-        # Signing out ends every session of this user, so a copied cookie dies too.
-        service.sign_out_everywhere(db_session=db_session, user=user)
-        service.audit(db_session=db_session, user=user, action="logout")
-    response = RedirectResponse("/", status_code=303)
-    clear_session_cookie(response, request)
-    return response
 
 
 # The question list -------------------------------------------------------------------------
@@ -211,7 +117,7 @@ def new_question(request: Request, db_session: SessionDep, user: AuthorUser, top
 
 @author.post("/questions")
 def create_question(
-    request: Request, db_session: SessionDep, user: AuthorUser, _: CSRF, raw: FormDep
+    request: Request, raw: FormDep, db_session: SessionDep, user: AuthorUser, _: CSRF
 ) -> Response:
     form = schemas.EditorForm.from_form(raw)
     doc = form.to_doc()
@@ -241,7 +147,7 @@ def edit_question(
 
 @author.post("/questions/{slug}")
 def save_question(
-    request: Request, slug: str, db_session: SessionDep, user: AuthorUser, _: CSRF, raw: FormDep
+    request: Request, slug: str, raw: FormDep, db_session: SessionDep, user: AuthorUser, _: CSRF
 ) -> Response:
     question = _editable_question(db_session, user, slug, for_update=True)
     form = schemas.EditorForm.from_form(raw)
@@ -267,14 +173,14 @@ def save_question(
 
 
 @author.post("/preview/markdown")
-async def preview_markdown(request: Request, _: CSRF, form: FormDep, field: str = "prompt") -> Response:
+def preview_markdown(request: Request, form: FormDep, _: CSRF, field: str = "prompt") -> Response:
     text = form.get(field if field in ("prompt", "explanation") else "prompt")
     return _page(request, "_markdown_preview.html",
                  {"html": render_markdown(text if isinstance(text, str) else "")})
 
 
 @author.post("/preview/snippet")
-async def preview_snippet(request: Request, _: CSRF, form: FormDep) -> Response:
+def preview_snippet(request: Request, form: FormDep, _: CSRF) -> Response:
     code = schemas.textarea_value(form.get("snippet"))
     error = None
     if code.strip():
@@ -287,7 +193,7 @@ async def preview_snippet(request: Request, _: CSRF, form: FormDep) -> Response:
 
 
 @author.post("/preview/question")
-async def preview_question(request: Request, _: CSRF, raw: FormDep) -> Response:
+def preview_question(request: Request, raw: FormDep, _: CSRF) -> Response:
     form = schemas.EditorForm.from_form(raw)
     if not form.slug:
         form.slug = "preview"
@@ -301,39 +207,21 @@ async def preview_question(request: Request, _: CSRF, raw: FormDep) -> Response:
 
 def _run_ctx(run: Run, expect_text: str | None) -> dict[str, Any]:
     checks = None
-    if expect_text is not None and run.status == "done" and run.result is not None:
+    result = verify_service.result_of(run)
+    if expect_text is not None and result is not None:
         try:
-            data = load_yaml(expect_text) if expect_text.strip() else []
+            data = yaml.safe_load(expect_text) if expect_text.strip() else []
             expectations = [Expectation.model_validate(e) for e in data or []]
-            checks = evaluate(expectations, run.result, dict(run.params or {}), run.world_size)
+            checks = evaluate(expectations, result, dict(run.params or {}), run.world_size)
         except Exception:  # the author is mid-edit; the values are still worth showing
             checks = None
-    return {"run": run, "checks": checks,
+    return {"run": run, "result": result, "checks": checks,
             "polling": run.status in (RUN_QUEUED, RUN_RUNNING)}
 
 
-def _json_compact(value: Any) -> str:
-    """A knob value as the editor's option values carry it (the tojson_compact filter)."""
-    return json.dumps(value, separators=(",", ":"), default=str)
-
-
-def _knob_params(form: FormData, doc: Any) -> dict[str, Any]:
-    """Knob values from the Run now controls (param_NAME), matched to the allowed values."""
-    params: dict[str, Any] = {}
-    if doc.verify is None:
-        return params
-    for name, knob in doc.verify.knobs.items():
-        raw = form.get(f"param_{name}")
-        if not isinstance(raw, str):
-            continue
-        match = next((v for v in knob.values if _json_compact(v) == raw), None)
-        if match is not None:
-            params[name] = match
-    return params
-
-
 @author.post("/run")
-def run_now(request: Request, db_session: SessionDep, user: AuthorUser, _: CSRF, raw: FormDep) -> Response:
+def run_now(request: Request, raw: FormDep, db_session: SessionDep, user: AuthorUser,
+            _: CSRF) -> Response:
     """Run the snippet as it stands in the editor (saved or not) with the chosen knobs."""
     form = schemas.EditorForm.from_form(raw)
     if not form.slug:
@@ -343,15 +231,13 @@ def run_now(request: Request, db_session: SessionDep, user: AuthorUser, _: CSRF,
         return _page(request, "_run_result.html",
                      {"run": None, "form_errors": form.errors if doc is None else
                       {"snippet": ["write a snippet to run"]}}, status=422)
-    torch_v, harness_v = _versions()
-    req = verify_service.request_for(doc, _knob_params(raw, doc), torch_version=torch_v,
-                                     harness_version=harness_v, requested_by=f"author:{user.id}")
-    run, cached = verify_service.request_run(db_session=db_session, req=req,
-                                              fresh=raw.get("fresh") == "1")
-    service.audit(db_session=db_session, user=user, action="run.request", target=form.slug,
-                  detail={"run": run.id, "params": req.params, "cached": cached})
-    db_session.flush()
-    _notify_workers(request)
+    try:
+        run = service.run_draft(db_session=db_session, doc=doc, user=user,
+                                params=knobs.from_form(doc.verify, raw), fresh=raw.get("fresh") == "1")
+    except knobs.InvalidKnob as exc:
+        return _page(request, "_run_result.html",
+                     {"run": None, "form_errors": {"knobs": [str(exc)]}}, status=422)
+    notify_workers(request)
     return _page(request, "_run_result.html", _run_ctx(run, form.expect))
 
 
@@ -366,7 +252,7 @@ def run_result(
 
 
 @author.post("/expect")
-def expect_this(request: Request, db_session: SessionDep, _: CSRF, form: FormDep) -> Response:
+def expect_this(request: Request, form: FormDep, db_session: SessionDep, _: CSRF) -> Response:
     """Add "value `name` on `rank` equals what run `run_id` measured" to the editor's expectations.
 
     The value is read from the stored run, never from the request; the editor's text
@@ -380,14 +266,14 @@ def expect_this(request: Request, db_session: SessionDep, _: CSRF, form: FormDep
         raise HTTPException(422, "run_id and rank must be numbers") from None
     name = str(form.get("name") or "")
     run = verify_service.get_run(db_session=db_session, run_id=run_id)
-    ranks = {r.get("rank"): r for r in ((run.result or {}).get("ranks") or [])} if run else {}
-    values = (ranks.get(rank) or {}).get("values") or {}
-    if name not in values:
+    result = verify_service.result_of(run) if run is not None else None
+    measured = result.rank_or_none(rank) if result is not None else None
+    if run is None or measured is None or name not in measured.values:
         raise HTTPException(404, f"Run {run_id} has no value {name!r} on rank {rank}.")
     try:
-        when = dict(run.params or {}) if run is not None else {}
+        when = dict(run.params or {})
         expect_text = schemas.add_value_expectation(
-            expect_text, name=name, rank=rank, value=values[name], when=when)
+            expect_text, name=name, rank=rank, value=measured.values[name], when=when)
         # The new check only counts if an audited run applies to it: audit these knobs too.
         audit_text = schemas.textarea_value(form.get("audit")) or "default"
         new_audit = schemas.audit_including(audit_text, schemas.textarea_value(form.get("knobs")),
@@ -412,9 +298,7 @@ def _gate_ctx(db_session: Any, user: User, question: Question) -> dict[str, Any]
     rev = service.publishable_revision(db_session=db_session, question=question)
     g = None
     if rev is not None:
-        # Without a snippet there is nothing to key runs by: skip importing the engine.
-        versions = _versions() if rev.snippet_text is not None else ("", "")
-        g = service.gate(db_session=db_session, revision=rev, versions=versions)
+        g = gate.check(db_session=db_session, revision=rev, versions=verify_service.engine_versions())
     return {"user": user, "question": question, "revision": rev, "gate": g,
             "polling": bool(g and g.pending)}
 
@@ -427,25 +311,28 @@ def gate_panel(request: Request, slug: str, db_session: SessionDep, user: Author
 
 @author.post("/questions/{slug}/verify")
 def verify_all(
-    request: Request, slug: str, db_session: SessionDep, user: AuthorUser, _: CSRF, form: FormDep
+    request: Request, slug: str, form: FormDep, db_session: SessionDep, user: AuthorUser, _: CSRF
 ) -> Response:
     """Queue a run for every audited knob combination of the draft (cached ones are reused)."""
     question = _editable_question(db_session, user, slug)
-    rev = service.publishable_revision(db_session=db_session, question=question)
-    if rev is not None:
-        runs = service.request_verification(db_session=db_session, revision=rev,
-                                            versions=_versions(), user=user,
-                                            fresh=form.get("fresh") == "1")
-        service.audit(db_session=db_session, user=user, action="question.verify", target=slug,
-                      detail={"revision": rev.number, "runs": [r.id for r in runs]})
-        db_session.flush()
-        _notify_workers(request)
+    if service.request_verification(db_session=db_session, question=question, user=user,
+                                    fresh=form.get("fresh") == "1"):
+        notify_workers(request)
     return _page(request, "_gate.html", _gate_ctx(db_session, user, question))
+
+
+def _prefill_cache(request: Request) -> None:
+    """Background task after an import or a publish: queue every published question's
+    audited knob combinations, so that learners' first Verify is a cache hit."""
+    from app.verify.audit import queue_published
+
+    queue_published(request.app.state.sessionmaker)
+    notify_workers(request)
 
 
 @author.post("/questions/{slug}/publish")
 def publish(
-    request: Request, slug: str, db_session: SessionDep, user: AuthorUser, _: CSRF, form: FormDep,
+    request: Request, slug: str, form: FormDep, db_session: SessionDep, user: AuthorUser, _: CSRF,
     background: BackgroundTasks,
 ) -> Response:
     question = _editable_question(db_session, user, slug, for_update=True)
@@ -455,7 +342,7 @@ def publish(
                                           reason=str(form.get("reason") or ""))
         else:
             service.publish(db_session=db_session, question=question, user=user,
-                            versions=_versions())
+                            versions=verify_service.engine_versions())
     except service.NotAllowed as exc:
         raise HTTPException(403, str(exc)) from None
     except service.PublishRefused as exc:
@@ -484,7 +371,7 @@ def history(
 ) -> Response:
     question = _editable_question(db_session, user, slug)
     revisions = service.list_revisions(db_session=db_session, question=question)
-    authors = {u.id: u.username for u in service.list_users(db_session=db_session)}
+    authors = service.author_names(db_session=db_session, revisions=revisions)
     return _page(request, "history.html", {
         "user": user, "question": question, "revisions": revisions, "authors": authors,
         "message": "Published: learners now see it." if published else None})
@@ -505,7 +392,7 @@ def diff(
 
 @author.post("/questions/{slug}/revert")
 def revert(
-    request: Request, slug: str, db_session: SessionDep, user: AuthorUser, _: CSRF, form: FormDep
+    request: Request, slug: str, form: FormDep, db_session: SessionDep, user: AuthorUser, _: CSRF
 ) -> Response:
     question = _editable_question(db_session, user, slug, for_update=True)
     number = _int_or_none(str(form.get("number") or ""))
@@ -516,70 +403,6 @@ def revert(
     except LookupError as exc:
         raise HTTPException(404, str(exc)) from None
     return RedirectResponse(f"/author/questions/{slug}?saved=1", status_code=303)
-
-
-# Users and the audit log (admin) -----------------------------------------------------------
-
-
-def _users_page(request: Request, db_session: Any, user: User, status: int = 200,
-                **extra: Any) -> Response:
-    return _page(request, "users.html",
-                 {"user": user, "users": service.list_users(db_session=db_session), "roles": ROLES,
-                  "new_username": "", **extra}, status=status)
-
-
-@admin.get("/users")
-def users(request: Request, db_session: SessionDep, user: AdminUser) -> Response:
-    return _users_page(request, db_session, user)
-
-
-@admin.post("/users")
-def create_user(
-    request: Request, db_session: SessionDep, user: AdminUser, _: CSRF, form: FormDep
-) -> Response:
-    username = str(form.get("username") or "").strip()
-    role = str(form.get("role") or "author")
-    try:
-        created = service.create_user(db_session=db_session, username=username,
-                                      password=str(form.get("password") or ""), role=role)
-    except service.AccountError as exc:
-        return _users_page(request, db_session, user, status=422, error=str(exc),
-                           new_username=username)
-    service.audit(db_session=db_session, user=user, action="user.create", target=created.username,
-                  detail={"role": role})
-    return RedirectResponse("/admin/users", status_code=303)
-
-
-@admin.post("/users/{user_id}")
-def update_user(
-    request: Request, user_id: int, db_session: SessionDep, user: AdminUser, _: CSRF, form: FormDep
-) -> Response:
-    target = service.get_user(db_session=db_session, user_id=user_id)
-    if target is None:
-        raise HTTPException(404, f"No user {user_id}.")
-    role = str(form.get("role") or target.role)
-    active = form.get("active") == "1"
-    if target.id == user.id and (role != target.role or not active):
-        return _users_page(request, db_session, user, status=422,
-                           error="You cannot demote or deactivate yourself; ask another admin.")
-    try:
-        changed = service.update_user(db_session=db_session, user=target, role=role, active=active,
-                                      password=str(form.get("password") or "") or None)
-    except service.AccountError as exc:
-        return _users_page(request, db_session, user, status=422, error=str(exc))
-    if changed:
-        service.audit(db_session=db_session, user=user, action="user.update",
-                      target=target.username, detail={"changed": changed})
-    return RedirectResponse("/admin/users", status_code=303)
-
-
-@admin.get("/audit")
-def audit_log(
-    request: Request, db_session: SessionDep, user: AdminUser, actor: str = "", action: str = ""
-) -> Response:
-    entries = service.list_audit(db_session=db_session, actor=actor or None, action=action or None)
-    return _page(request, "audit.html", {"user": user, "entries": entries, "actor": actor,
-                                         "action": action})
 
 
 # The bank as files (admin) -----------------------------------------------------------------
@@ -595,6 +418,8 @@ def _read_upload(form: FormData) -> tuple[dict[str, bytes], list[str], str]:
     """(bank files, skipped names, a name for the upload) from a zip or a folder upload."""
     archive = form.get("archive")
     uploads = [f for f in form.getlist("files") if isinstance(f, UploadFile) and f.filename]
+    # The form was parsed on the event loop; its files are spooled, so reading them here
+    # in the thread pool blocks nobody.
     if isinstance(archive, UploadFile) and archive.filename:
         data = archive.file.read(bankfiles.MAX_UPLOAD_BYTES + 1)
         if len(data) > bankfiles.MAX_UPLOAD_BYTES:
@@ -616,15 +441,12 @@ def _read_upload(form: FormData) -> tuple[dict[str, bytes], list[str], str]:
 
 @admin.post("/bank/upload")
 def bank_upload(
-    request: Request, db_session: SessionDep, user: AdminUser, _: CSRF, form: FormDep
+    request: Request, form: FormDep, db_session: SessionDep, user: AdminUser, _: CSRF
 ) -> Response:
     try:
-        # The CSRF check parsed the form already (Starlette's limit of 1000 files applies);
-        # FormDep closes the uploaded files' temporary spools when the request ends.
         files, skipped, name = _read_upload(form)
     except bankfiles.UploadError as exc:
-        service.audit(db_session=db_session, user=user, action="bank.upload_rejected",
-                      detail={"reason": str(exc)})
+        service.refuse_upload(db_session=db_session, user=user, reason=str(exc))
         return _page(request, "bank.html", {"user": user, "error": f"Upload refused: {exc}",
                                             "limits": {"mb": bankfiles.MAX_UPLOAD_BYTES // 2**20,
                                                        "files": bankfiles.MAX_UPLOAD_FILES}},
@@ -637,7 +459,7 @@ def bank_upload(
 
 @admin.post("/bank/import")
 def bank_import(
-    request: Request, db_session: SessionDep, user: AdminUser, _: CSRF, form: FormDep,
+    request: Request, form: FormDep, db_session: SessionDep, user: AdminUser, _: CSRF,
     background: BackgroundTasks,
 ) -> Response:
     try:
@@ -654,14 +476,10 @@ def bank_import(
 
 @admin.get("/bank/export.zip")
 def bank_export(db_session: WriteSessionDep, user: AdminUser) -> Response:
-    data = service.export_zip(db_session=db_session)
-    service.audit(db_session=db_session, user=user, action="bank.export",
-                  detail={"bytes": len(data)})
+    data = service.export_zip(db_session=db_session, user=user)
     return Response(data, media_type="application/zip",
                     headers={"Content-Disposition": 'attachment; filename="question_bank.zip"'})
 
 
 router.include_router(author)
 router.include_router(admin)
-
-__all__ = ["LoginRequired", "login_required", "router"]

@@ -245,3 +245,19 @@ def quiz_summary(*, db_session: Session, quiz: Quiz) -> QuizSummary:
         per_topic=sorted(per.values(), key=lambda t: t.topic),
         elapsed_ms=int((end - quiz.started_at).total_seconds() * 1000),
     )
+
+
+def has_answered(*, db_session: Session, learner_id: str, question_id: int) -> bool:
+    """True once this learner has submitted any answer to the question (its key may be shown)."""
+    return db_session.scalar(
+        select(Attempt.id).where(Attempt.learner_id == learner_id,
+                                 Attempt.question_id == question_id).limit(1)
+    ) is not None
+
+
+def is_pinned(*, db_session: Session, learner_id: str, revision_id: int) -> bool:
+    """True when one of this learner's quizzes is pinned to the revision."""
+    return db_session.scalar(
+        select(QuizItem.id).join(Quiz, Quiz.id == QuizItem.quiz_id)
+        .where(Quiz.learner_id == learner_id, QuizItem.revision_id == revision_id).limit(1)
+    ) is not None

@@ -1,27 +1,22 @@
-"""The JSON API for questions and attempts (/api/v1)."""
+"""The JSON API for questions (/api/v1); attempts are app.practice.api."""
 
 from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Header, HTTPException, Query, Request
-from fastapi.responses import JSONResponse
+from fastapi import APIRouter, HTTPException, Query
 
-from app.deps import API_BUSY, API_ERROR, CommittingRoute, CurrentLearner, SessionDep
-from app.practice.grading import InvalidAnswer, correct_answer, tolerance_text
-from app.practice.service import AlreadyAnswered, answer_question
+from app.deps import API_BUSY, API_ERROR, CommittingRoute, SessionDep
+from app.practice.grading import tolerance_text
 from app.questions import service
 from app.questions.models import Question
 from app.questions.schemas import (
-    AttemptIn,
-    AttemptOut,
     ChoiceOut,
     KnobOut,
     QuestionOut,
     QuestionSummaryOut,
 )
 
-NOT_FOUND = {"description": "No such published question.", **API_ERROR}
 router = APIRouter(prefix="/api/v1", tags=["questions"], responses=API_BUSY,
                    route_class=CommittingRoute)
 
@@ -51,7 +46,8 @@ def _get_or_404(db_session: SessionDep, slug: str) -> Question:
     return question
 
 
-@router.get("/questions/{slug}", response_model=QuestionOut, responses={404: NOT_FOUND})
+@router.get("/questions/{slug}", response_model=QuestionOut,
+            responses={404: {"description": "No such published question.", **API_ERROR}})
 def get_question(slug: str, db_session: SessionDep) -> QuestionOut:
     """One question without its answer key or explanation."""
     question = _get_or_404(db_session, slug)
@@ -69,31 +65,3 @@ def get_question(slug: str, db_session: SessionDep) -> QuestionOut:
         unit=doc.answer.unit if numeric and doc.answer else None,
         tolerance=tolerance_text(doc) if numeric else None, trace=doc.trace, knobs=knobs,
     )
-
-
-@router.post("/questions/{slug}/attempts", response_model=AttemptOut,
-             responses={404: NOT_FOUND, 409: {"model": AttemptOut}, 422: {}})
-def post_attempt(
-    slug: str, body: AttemptIn, request: Request, db_session: SessionDep,
-    learner_id: CurrentLearner,
-    idempotency_key: Annotated[str | None, Header(max_length=64)] = None,
-) -> AttemptOut | JSONResponse:
-    """Grade an answer. Replaying the same Idempotency-Key returns the first result with 409."""
-    question = _get_or_404(db_session, slug)
-    assert question.current_revision is not None
-    doc = service.revision_doc(question.current_revision)
-    try:
-        attempt, grade = answer_question(
-            db_session=db_session, learner_id=learner_id, question=question,
-            raw_answer=body.answer, token=idempotency_key, time_taken_ms=body.time_taken_ms)
-    except InvalidAnswer as exc:
-        raise HTTPException(422, str(exc)) from None
-    except AlreadyAnswered as exc:
-        a = exc.attempt
-        out = AttemptOut(attempt_id=a.id, score=a.score, correct=a.correct, answer=a.answer,
-                         correct_answer=correct_answer(doc), explanation=doc.explanation,
-                         first_submission=False)
-        return JSONResponse(out.model_dump(), status_code=409)
-    return AttemptOut(attempt_id=attempt.id, score=grade.score, correct=grade.correct,
-                      answer=grade.answer, correct_answer=correct_answer(doc),
-                      explanation=doc.explanation)

@@ -23,7 +23,8 @@ MAX_AUDIT_ALL_COMBINATIONS = 16
 
 QuestionType = Literal["single", "multi", "numeric", "trace"]
 AnswerFormat = Literal["single", "multi", "numeric"]
-KnobValue = bool | int | float | str
+# A knob value is JSON: a scalar, or a (nested) list such as per-rank batch sizes.
+KnobValue = bool | int | float | str | list[Any]
 
 
 class FieldError(ValueError):

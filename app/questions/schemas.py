@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
-from pydantic import BaseModel, Field, StrictFloat, StrictInt, StrictStr
+from pydantic import BaseModel
 
-from app.questions.schema import BucketTrace, RankEventsTrace
+from app.questions.schema import BucketTrace, KnobValue, RankEventsTrace
 
 
 class ChoiceOut(BaseModel):
@@ -17,8 +17,8 @@ class ChoiceOut(BaseModel):
 class KnobOut(BaseModel):
     name: str
     label: str
-    values: list[bool | int | float | str]
-    default: bool | int | float | str
+    values: list[KnobValue]
+    default: KnobValue
 
 
 class QuestionSummaryOut(BaseModel):
@@ -45,20 +45,3 @@ class QuestionOut(QuestionSummaryOut):
     knobs: list[KnobOut] = []
 
 
-class AttemptIn(BaseModel):
-    # Strict: JSON true would otherwise be taken for the number 1.
-    answer: StrictStr | list[StrictStr] | StrictInt | StrictFloat = Field(
-        description="A choice key, a list of choice keys (multi-select), or a number."
-    )
-    # At most a day; the column is a 32-bit integer.
-    time_taken_ms: int | None = Field(default=None, ge=0, le=86_400_000)
-
-
-class AttemptOut(BaseModel):
-    attempt_id: int
-    score: float
-    correct: bool
-    answer: Any
-    correct_answer: Any
-    explanation: str
-    first_submission: bool = True

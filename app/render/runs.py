@@ -1,4 +1,5 @@
-"""Turning a measured run result (its JSON form) into pictures and tables for the result panel."""
+"""Turning a measured run result (typed: app.verify.engine.result) into pictures and tables
+for the result panel."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 from markupsafe import Markup
 
 from app.render.svg import BucketRow, Lane, Mark, Span, bucket_svg, timeline_svg
+from app.verify.engine.result import BucketRecord, RunResult
 
 # A run's event list can be long; the timeline draws at most this many spans per rank.
 MAX_SPANS_PER_LANE = 400
@@ -22,27 +24,26 @@ def _t(event: dict[str, Any]) -> float:
     return float(event.get("t_ms", 0.0))
 
 
-def snippet_start(result: dict[str, Any]) -> float:
+def snippet_start(result: RunResult) -> float:
     """When the first rank started the snippet (ms from run start): the timeline's zero."""
-    starts = [_t(ev) for r in result.get("ranks") or [] for ev in r.get("events") or []
-              if ev.get("kind") == "snippet_start"]
+    starts = [_t(ev) for r in result.ranks for ev in r.events if ev.get("kind") == "snippet_start"]
     return min(starts) if starts else 0.0
 
 
-def rank_lanes(result: dict[str, Any]) -> tuple[list[Lane], float]:
+def rank_lanes(result: RunResult) -> tuple[list[Lane], float]:
     """One lane per rank: DDP forward/backward, collectives (blocked ones to the kill), exits.
 
     Times are shifted so that 0 is the moment the first rank started the snippet.
     """
     t0 = snippet_start(result)
-    t_end = float((result.get("timings") or {}).get("wall_ms") or 0.0)
+    t_end = float(result.timings.get("wall_ms") or 0.0)
     lanes = []
-    for r in result.get("ranks") or []:
-        lane = Lane(label=f"rank {r.get('rank')}")
+    for r in result.ranks:
+        lane = Lane(label=f"rank {r.rank}")
         open_coll: dict[Any, dict[str, Any]] = {}
         open_fwd: dict[Any, float] = {}
         last_fwd_end: dict[Any, float] = {}
-        for ev in r.get("events") or []:
+        for ev in r.events:
             kind = ev.get("kind")
             t = _t(ev)
             t_end = max(t_end, t)
@@ -77,10 +78,10 @@ def rank_lanes(result: dict[str, Any]) -> tuple[list[Lane], float]:
             elif kind in ("exit", "snippet_end"):
                 lane.marks.append(Mark(t, "exit", "snippet finished" if kind == "snippet_end"
                                        else f"exited with {ev.get('exit_code')}"))
-        blocked = r.get("blocked_in")
-        if blocked:
-            since = float(blocked.get("since_ms") or 0.0)
-            label = str(blocked.get("op"))
+        blocked = r.blocked_in
+        if blocked is not None:
+            since = blocked.since_ms
+            label = blocked.op
             lane.spans.append(Span(since, max(t_end, since), "blocked", f"{label} (blocked)",
                                    f"blocked in {label} from {since:.1f} ms until the run was stopped"))
         lane.spans = [Span(max(0.0, sp.start - t0), max(0.0, sp.end - t0), sp.kind, sp.label, sp.title)
@@ -90,13 +91,12 @@ def rank_lanes(result: dict[str, Any]) -> tuple[list[Lane], float]:
     return lanes, max(0.0, t_end - t0)
 
 
-def timeline_picture(result: dict[str, Any], svg_id: str = "run-timeline") -> Markup:
+def timeline_picture(result: RunResult, svg_id: str = "run-timeline") -> Markup:
     lanes, t_end = rank_lanes(result)
-    blocked = [f"rank {r.get('rank')} blocked in {r['blocked_in']['op']}"
-               for r in result.get("ranks") or [] if r.get("blocked_in")]
+    blocked = [f"rank {r.rank} blocked in {r.blocked_in.op}" for r in result.ranks if r.blocked_in]
     desc = (f"Measured timeline of {len(lanes)} ranks over {t_end:.0f} ms from the start of the "
             f"snippet; outcome "
-            f"{result.get('outcome')}." + (" " + "; ".join(blocked) + "." if blocked else ""))
+            f"{result.outcome}." + (" " + "; ".join(blocked) + "." if blocked else ""))
     return timeline_svg(lanes, t_end, title="What each rank did, measured", desc=desc, svg_id=svg_id,
                         unit="ms (from snippet start)")
 
@@ -107,7 +107,7 @@ class BucketView:
     iteration: int
     rows: list[BucketRow]
     compute_end: float
-    records: list[dict[str, Any]]
+    records: list[BucketRecord]
 
     @property
     def exposed_ms(self) -> float:
@@ -124,16 +124,16 @@ class BucketView:
                           title=f"Gradient buckets on rank {self.rank}, iteration {self.iteration}")
 
 
-def bucket_views(result: dict[str, Any], *, max_views: int = 4) -> list[BucketView]:
+def bucket_views(result: RunResult, *, max_views: int = 4) -> list[BucketView]:
     """Bucket charts per (rank, iteration), earliest first; times relative to the run start."""
     backward_end: dict[tuple[int, int], float] = {}
     forward_end: dict[tuple[int, int], float] = {}
     last_grad: dict[tuple[int, int], float] = {}
-    for r in result.get("ranks") or []:
-        for ev in r.get("events") or []:
+    for r in result.ranks:
+        for ev in r.events:
             if ev.get("iteration") is None:
                 continue
-            key = (int(r.get("rank", 0)), int(ev["iteration"]))
+            key = (r.rank, int(ev["iteration"]))
             if ev.get("kind") == "grad_ready":
                 # The last gradient computed ends backward compute; DDP's own
                 # backward_end comes later, after it has waited for the buckets.
@@ -142,25 +142,24 @@ def bucket_views(result: dict[str, Any], *, max_views: int = 4) -> list[BucketVi
                 backward_end[key] = _t(ev)
             elif ev.get("kind") == "ddp_forward_end":
                 forward_end[key] = _t(ev)
-    groups: dict[tuple[int, int], list[dict[str, Any]]] = defaultdict(list)
-    for b in result.get("buckets") or []:
-        groups[(int(b.get("rank", 0)), int(b.get("iteration", 0)))].append(b)
+    groups: dict[tuple[int, int], list[BucketRecord]] = defaultdict(list)
+    for b in result.buckets:
+        groups[(b.rank, b.iteration)].append(b)
     views = []
     for (rank, iteration), recs in sorted(groups.items(), key=lambda kv: (kv[0][1], kv[0][0])):
-        recs = sorted(recs, key=lambda b: b.get("reduce_start_ms") or 0.0)
+        recs = sorted(recs, key=lambda b: b.reduce_start_ms)
         # Like the article's table: times from the start of this iteration's backward
         # (approximated by the end of its forward), not from the start of the run.
         t0 = forward_end.get((rank, iteration))
         if t0 is None:
-            t0 = min((float(b.get("first_ready_ms") or b.get("reduce_start_ms") or 0.0) for b in recs),
-                     default=0.0)
+            t0 = min((b.first_ready_ms or b.reduce_start_ms for b in recs), default=0.0)
         rows = []
         for b in recs:
-            start = float(b.get("reduce_start_ms") or 0.0)
-            end = _or(b.get("reduce_end_ms"), start)
-            first = _or(b.get("first_ready_ms"), start)
-            last = _or(b.get("last_ready_ms"), start)
-            rows.append(BucketRow(f"bucket {b.get('index')}", max(0.0, first - t0), max(0.0, last - t0),
+            start = b.reduce_start_ms
+            end = _or(b.reduce_end_ms, start)
+            first = _or(b.first_ready_ms, start)
+            last = _or(b.last_ready_ms, start)
+            rows.append(BucketRow(f"bucket {b.index}", max(0.0, first - t0), max(0.0, last - t0),
                                   max(0.0, start - t0), max(0.0, end - t0)))
         end_abs = last_grad.get((rank, iteration), backward_end.get((rank, iteration)))
         compute_end = (max(0.0, end_abs - t0) if end_abs is not None
@@ -169,20 +168,20 @@ def bucket_views(result: dict[str, Any], *, max_views: int = 4) -> list[BucketVi
     return views[:max_views]
 
 
-def error_lines(result: dict[str, Any]) -> list[int]:
+def error_lines(result: RunResult) -> list[int]:
     """Snippet lines that raised or led to a blocked collective, for highlighting."""
     lines = set()
-    for r in result.get("ranks") or []:
-        for item in (r.get("error"), r.get("blocked_in")):
-            if item and item.get("line"):
-                lines.add(int(item["line"]))
+    for r in result.ranks:
+        for item in (r.error, r.blocked_in):
+            if item is not None and item.line:
+                lines.add(item.line)
     return sorted(lines)
 
 
-def value_names(result: dict[str, Any]) -> list[str]:
+def value_names(result: RunResult) -> list[str]:
     names: list[str] = []
-    for r in result.get("ranks") or []:
-        for name in (r.get("values") or {}):
+    for r in result.ranks:
+        for name in r.values:
             if name not in names:
                 names.append(name)
     return names
@@ -206,33 +205,32 @@ def _num_delta(a: Any, b: Any) -> str:
     return ""
 
 
-def compare(before: dict[str, Any], after: dict[str, Any]) -> list[Change]:
+def compare(before: RunResult, after: RunResult) -> list[Change]:
     """What differs between two results, in numbers: values per rank, outcome, buckets, bytes, time."""
     out: list[Change] = []
-    if before.get("params") != after.get("params"):
-        out.append(Change("knobs", before.get("params"), after.get("params")))
-    if before.get("world_size") != after.get("world_size"):
-        out.append(Change("world size", before.get("world_size"), after.get("world_size"),
-                          _num_delta(before.get("world_size"), after.get("world_size"))))
-    if before.get("outcome") != after.get("outcome"):
-        out.append(Change("outcome", before.get("outcome"), after.get("outcome")))
-    b_ranks = {r.get("rank"): r for r in before.get("ranks") or []}
-    a_ranks = {r.get("rank"): r for r in after.get("ranks") or []}
+    if before.params != after.params:
+        out.append(Change("knobs", before.params, after.params))
+    if before.world_size != after.world_size:
+        out.append(Change("world size", before.world_size, after.world_size,
+                          _num_delta(before.world_size, after.world_size)))
+    if before.outcome != after.outcome:
+        out.append(Change("outcome", before.outcome, after.outcome))
+    b_ranks = {r.rank: r for r in before.ranks}
+    a_ranks = {r.rank: r for r in after.ranks}
     for name in value_names(after) + [n for n in value_names(before) if n not in value_names(after)]:
-        for rank in sorted(set(b_ranks) | set(a_ranks), key=lambda x: (x is None, x)):
-            bv = (b_ranks.get(rank) or {}).get("values", {}).get(name, "—")
-            av = (a_ranks.get(rank) or {}).get("values", {}).get(name, "—")
+        for rank in sorted(set(b_ranks) | set(a_ranks)):
+            bv = b_ranks[rank].values.get(name, "—") if rank in b_ranks else "—"
+            av = a_ranks[rank].values.get(name, "—") if rank in a_ranks else "—"
             if bv != av:
                 out.append(Change(f"{name} on rank {rank}", bv, av, _num_delta(bv, av)))
-    nb, na = len(before.get("buckets") or []), len(after.get("buckets") or [])
+    nb, na = len(before.buckets), len(after.buckets)
     if nb != na:
         out.append(Change("bucket reductions (all ranks)", nb, na, _num_delta(nb, na)))
-    for rank in sorted(set(b_ranks) & set(a_ranks), key=lambda x: (x is None, x)):
-        bs, as_ = b_ranks[rank].get("bytes_sent", 0), a_ranks[rank].get("bytes_sent", 0)
+    for rank in sorted(set(b_ranks) & set(a_ranks)):
+        bs, as_ = b_ranks[rank].bytes_sent, a_ranks[rank].bytes_sent
         if bs != as_:
             out.append(Change(f"bytes sent by rank {rank}", bs, as_, _num_delta(bs, as_)))
-    bw = (before.get("timings") or {}).get("wall_ms")
-    aw = (after.get("timings") or {}).get("wall_ms")
+    bw, aw = before.timings.get("wall_ms"), after.timings.get("wall_ms")
     if bw is not None and aw is not None:
         b1, a1 = round(bw, 1), round(aw, 1)
         out.append(Change("wall time (ms)", b1, a1, _num_delta(b1, a1)))

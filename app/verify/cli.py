@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from app.verify import knobs
 from app.verify.engine import (
     MAX_WORLD_SIZE,
     EngineFailure,
@@ -36,21 +37,6 @@ def _fail(message: str, code: int = USAGE_ERROR) -> typer.Exit:
     Console(stderr=True).print(f"[red]error[/red] {escape(message)}", highlight=False,
                                soft_wrap=True)
     return typer.Exit(code)
-
-
-def parse_params(pairs: list[str]) -> dict[str, Any]:
-    """`name=value` pairs; each value is JSON if it parses (false, 3, [3,2]), else a string."""
-    params: dict[str, Any] = {}
-    for pair in pairs:
-        name, sep, raw = pair.partition("=")
-        name = name.strip()
-        if not sep or not name:
-            raise ValueError(f"--param wants name=value, got {pair!r}")
-        try:
-            params[name] = json.loads(raw)
-        except ValueError:
-            params[name] = raw
-    return params
 
 
 def verify_command(
@@ -88,7 +74,7 @@ def verify_command(
         where = f" line {exc.line}" if exc.line is not None else ""
         raise _fail(f"{file}{where}: syntax error: {exc.message}") from None
     try:
-        params = parse_params(param or [])
+        params = knobs.from_pairs(param or [])
         limits = Limits.from_settings(get_settings())
         if timeout is not None:
             limits = Limits(timeout_s=timeout, memory_bytes=limits.memory_bytes,

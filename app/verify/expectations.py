@@ -1,8 +1,8 @@
 """Checking a question's `expect` block against a measured run (pure functions).
 
-Works on the run result's JSON form (docs/run-result.md), the same data the
-database stores and the API returns, so a verdict can be recomputed from any
-stored run.
+Works on the typed run result (docs/run-result.md), which any stored run gives
+back (verify.service.result_of), so a verdict can be recomputed from any run
+without running it again.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from app.questions.schema import Expectation, KnobValue
+from app.verify.engine.result import RankResult, RunResult
 
 
 @dataclass(frozen=True)
@@ -60,96 +61,87 @@ def _short(value: Any, limit: int = 120) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _ranks(result: dict[str, Any]) -> list[dict[str, Any]]:
-    return list(result.get("ranks") or [])
-
-
-def _rank(result: dict[str, Any], index: int) -> dict[str, Any] | None:
-    return next((r for r in _ranks(result) if r.get("rank") == index), None)
-
-
-def _buckets(result: dict[str, Any], rank: int, iteration: int | None) -> list[dict[str, Any]]:
-    rows = [b for b in result.get("buckets") or [] if b.get("rank") == rank]
-    if iteration is not None:
-        rows = [b for b in rows if b.get("iteration") == iteration]
-    return sorted(rows, key=lambda b: (b.get("reduce_start_ms") or 0.0, b.get("index", 0)))
-
-
-def check(exp: Expectation, result: dict[str, Any]) -> CheckResult:
+def check(exp: Expectation, result: RunResult) -> CheckResult:
     """Evaluate one expectation against one result."""
     label = exp.label
     if exp.outcome is not None:
-        got = result.get("outcome")
-        return CheckResult(label, got == exp.outcome, f"outcome {exp.outcome}", f"outcome {got}")
+        return CheckResult(label, result.outcome == exp.outcome, f"outcome {exp.outcome}",
+                           f"outcome {result.outcome}")
 
     if exp.value is not None:
         v = exp.value
-        targets = [r.get("rank") for r in _ranks(result)] if v.rank == "all" else [v.rank]
+        targets = [r.rank for r in result.ranks] if v.rank == "all" else [v.rank]
         per_rank: dict[int, tuple[Any, bool]] = {}
         for idx in targets:
-            rank = _rank(result, int(idx)) if idx is not None else None
-            values = (rank or {}).get("values") or {}
-            if v.name not in values:
-                per_rank[int(idx or 0)] = ("(not reported)", False)
+            rank = result.rank_or_none(idx)
+            if rank is None or v.name not in rank.values:
+                per_rank[idx] = ("(not reported)", False)
                 continue
-            measured = values[v.name]
-            per_rank[int(idx or 0)] = (measured, close(measured, v.equals, v.tol))
+            measured = rank.values[v.name]
+            per_rank[idx] = (measured, close(measured, v.equals, v.tol))
         passed = bool(per_rank) and all(ok for _, ok in per_rank.values())
         measured_text = "; ".join(f"rank {k}: {_short(m)}" for k, (m, _) in sorted(per_rank.items()))
         who = "every rank" if v.rank == "all" else f"rank {v.rank}"
-        return CheckResult(label, passed, f"{v.name} = {_short(v.equals)} on {who} (±{v.tol:g})",
+        # A tolerance only means something for numbers.
+        tol = f" (±{v.tol:g})" if _numeric(v.equals) else ""
+        return CheckResult(label, passed, f"{v.name} = {_short(v.equals)} on {who}{tol}",
                            measured_text or "no ranks", per_rank)
 
     if exp.blocked is not None:
         b = exp.blocked
-        rank = _rank(result, b.rank)
-        blocked = (rank or {}).get("blocked_in")
-        got = f"rank {b.rank} blocked in {blocked['op']}" if blocked else f"rank {b.rank} not blocked"
-        passed = bool(blocked) and (blocked or {}).get("op") == b.op
-        return CheckResult(label, passed, f"rank {b.rank} blocked in {b.op}", got)
+        blocked = rank.blocked_in if (rank := result.rank_or_none(b.rank)) else None
+        got = f"rank {b.rank} blocked in {blocked.op}" if blocked else f"rank {b.rank} not blocked"
+        return CheckResult(label, blocked is not None and blocked.op == b.op,
+                           f"rank {b.rank} blocked in {b.op}", got)
 
     if exp.error is not None:
         e = exp.error
-        ranks = _ranks(result)
-        if isinstance(e.rank, int):
-            ranks = [r for r in ranks if r.get("rank") == e.rank]
+        ranks = [r for r in result.ranks if not isinstance(e.rank, int) or r.rank == e.rank]
 
-        def matches(r: dict[str, Any]) -> bool:
-            err = r.get("error")
-            if not err:
+        def matches(r: RankResult) -> bool:
+            err = r.error
+            if err is None:
                 return False
-            if e.type and err.get("type") != e.type and not str(err.get("type", "")).endswith(
-                "." + e.type
-            ):
+            if e.type and err.type != e.type and not err.type.endswith("." + e.type):
                 return False
-            return not (e.message_contains and e.message_contains not in (err.get("message") or ""))
+            return not (e.message_contains and e.message_contains not in err.message)
 
         hits = [r for r in ranks if matches(r)]
         passed = bool(ranks) and (len(hits) == len(ranks) if e.rank == "all" else bool(hits))
         want = " ".join(x for x in [e.type or "an error", f"containing {e.message_contains!r}"
                                     if e.message_contains else ""] if x)
         who = {"any": "some rank", "all": "every rank"}.get(str(e.rank), f"rank {e.rank}")
-        got = "; ".join(
-            f"rank {r.get('rank')}: {r['error']['type']}: {_short(r['error'].get('message', ''), 80)}"
-            for r in _ranks(result) if r.get("error")
-        ) or "no rank raised"
+        # The whole matched message, not a cut: the learner reads what was matched in it.
+        got = "; ".join(f"rank {r.rank}: {r.error.type}: {r.error.message}"
+                        for r in result.ranks if r.error) or "no rank raised"
         return CheckResult(label, passed, f"{who} raises {want}", got)
 
     if exp.bucket_count is not None:
         c = exp.bucket_count
-        n = len(_buckets(result, c.rank, c.iteration))
+        n = len(result.bucket_reductions(c.rank, c.iteration))
         where = f"rank {c.rank}" + (f", iteration {c.iteration}" if c.iteration is not None else "")
-        return CheckResult(label, n == c.count, f"{c.count} bucket reductions on {where}",
-                           f"{n} bucket reductions")
+        return CheckResult(label, n == c.count, f"{_reductions(c.count)} on {where}", _reductions(n))
 
     assert exp.bucket_order is not None
     o = exp.bucket_order
-    order = [b.get("index") for b in _buckets(result, o.rank, o.iteration)]
+    order = [b.index for b in result.bucket_reductions(o.rank, o.iteration)]
     return CheckResult(label, order == o.indices, f"bucket order {o.indices}", f"bucket order {order}")
 
 
+def _numeric(value: Any) -> bool:
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int | float):
+        return True
+    return isinstance(value, list) and bool(value) and all(_numeric(v) for v in value)
+
+
+def _reductions(n: int) -> str:
+    return f"{n} bucket reduction" + ("" if n == 1 else "s")
+
+
 def evaluate(
-    expectations: list[Expectation], result: dict[str, Any], params: dict[str, KnobValue],
+    expectations: list[Expectation], result: RunResult, params: dict[str, KnobValue],
     world_size: int,
 ) -> list[CheckResult]:
     """Every expectation that applies to this run's knobs, checked against its result."""

@@ -7,9 +7,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from app.questions.schema import KnobValue
+
 
 class VerifyIn(BaseModel):
-    params: dict[str, bool | int | float | str] = Field(
+    params: dict[str, KnobValue] = Field(
         default_factory=dict, description="Knob values; each must be one the question allows."
     )
 

@@ -23,7 +23,10 @@ from sqlalchemy.orm import Session
 
 from app import metrics
 from app.db import utcnow
-from app.questions.schema import KnobValue, QuestionDoc, VerifyBlock
+from app.questions.schema import QuestionDoc
+from app.verify import knobs
+from app.verify.engine import HARNESS_VERSION, torch_version
+from app.verify.engine.result import RunResult
 from app.verify.models import RUN_DONE, RUN_FAILED, RUN_QUEUED, RUN_RUNNING, Run, Verdict
 
 # An infrastructure failure (worker died, pool broke) is retried this many times in all.
@@ -32,15 +35,6 @@ MAX_ATTEMPTS = 3
 NOTIFY_CHANNEL = "ddpdrill_runs"
 # Results above this size are trimmed (events first) before they are stored.
 MAX_RESULT_BYTES = 2 * 1024 * 1024
-
-
-class InvalidKnob(ValueError):
-    """A requested knob value the question does not allow."""
-
-    def __init__(self, knob: str, message: str) -> None:
-        super().__init__(f"{knob}: {message}")
-        self.knob = knob
-        self.message = message
 
 
 class InvalidResult(ValueError):
@@ -64,38 +58,13 @@ def cache_key(
     return hashlib.sha256(payload.encode()).hexdigest()
 
 
+def engine_versions() -> tuple[str, str]:
+    """(torch version, harness version): the part of every cache key that names the engine."""
+    return torch_version(), HARNESS_VERSION
+
+
 def snippet_hash(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
-
-
-def resolve_knobs(block: VerifyBlock, raw: dict[str, Any] | None) -> tuple[int, dict[str, KnobValue]]:
-    """(world size, params) for requested knob values; unknown or disallowed values raise.
-
-    A knob named `world_size` sets the number of ranks as well as appearing in params.
-    """
-    raw = dict(raw or {})
-    params: dict[str, KnobValue] = block.defaults()
-    for name, value in raw.items():
-        knob = block.knobs.get(name)
-        if knob is None:
-            allowed = ", ".join(block.knobs) or "none"
-            raise InvalidKnob(name, f"not a knob of this question (knobs: {allowed})")
-        match = next((v for v in knob.values if v == value and type(v) is type(value)), None)
-        if match is None and not isinstance(value, bool):
-            # JSON has one number type: accept 2.0 for an allowed 2, never True for 1.
-            match = next((v for v in knob.values if not isinstance(v, bool) and v == value), None)
-        if match is None:
-            raise InvalidKnob(name, f"{value!r} is not allowed; choose one of {knob.values!r}")
-        params[name] = match
-    world_size = block.world_size
-    if "world_size" in params:
-        world_size = int(params["world_size"])
-    return world_size, params
-
-
-def audit_combinations(block: VerifyBlock) -> list[dict[str, KnobValue]]:
-    """The knob assignments `bank verify` runs for a question."""
-    return block.audit_combinations()
 
 
 @dataclass(frozen=True)
@@ -122,9 +91,9 @@ def request_for(
     harness_version: str, revision_id: int | None = None, requested_by: str | None = None,
     requested_ip: str | None = None,
 ) -> RunRequest:
-    """The run request for a question and knob values (validated)."""
+    """The run request for a question and knob values (validated; raises knobs.InvalidKnob)."""
     assert doc.verify is not None and doc.snippet_text is not None
-    world_size, params = resolve_knobs(doc.verify, raw_params)
+    world_size, params = knobs.resolve(doc.verify, raw_params)
     return RunRequest(snippet_text=doc.snippet_text, world_size=world_size, params=params,
                       timeout_s=doc.verify.timeout_s, torch_version=torch_version,
                       harness_version=harness_version, question_revision_id=revision_id,
@@ -134,6 +103,13 @@ def request_for(
 def get_run(*, db_session: Session, run_id: int) -> Run | None:
     """The run with this id."""
     return db_session.get(Run, run_id)
+
+
+def result_of(run: Run) -> RunResult | None:
+    """A finished run's measured result, typed (stored results were validated on the way in)."""
+    if run.status != RUN_DONE or run.result is None:
+        return None
+    return RunResult.model_validate(run.result)
 
 
 def find_live(*, db_session: Session, key: str) -> Run | None:
@@ -287,8 +263,6 @@ def mark_started(*, db_session: Session, run_id: int, worker_id: str) -> None:
 
 def validate_result(result: dict[str, Any]) -> dict[str, Any]:
     """Check a result's shape with the engine's model and cap its size; raises InvalidResult."""
-    from app.verify.engine.result import RunResult
-
     try:
         data = RunResult.model_validate(result).model_dump(mode="json")
     except ValidationError as exc:

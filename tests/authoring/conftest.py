@@ -12,7 +12,7 @@ from pwdlib import PasswordHash
 from pwdlib.hashers.argon2 import Argon2Hasher
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.authoring import security, service
+from app.accounts import passwords, service
 from app.db import session_scope
 from tests.factories import form_fields, parse
 
@@ -22,7 +22,7 @@ PASSWORD = "correct horse battery staple"
 @pytest.fixture(autouse=True)
 def fast_hasher(monkeypatch: pytest.MonkeyPatch) -> None:
     """argon2id still, with tiny costs: the recommended ones take ~0.2 s per hash."""
-    monkeypatch.setattr(security, "password_hasher",
+    monkeypatch.setattr(passwords, "password_hasher",
                         PasswordHash((Argon2Hasher(time_cost=1, memory_cost=1024, parallelism=1),)))
 
 

@@ -13,11 +13,11 @@ from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.authoring.security import require_admin, require_author
 from app.csrf import require_csrf
 from app.db import session_scope
+from app.deps import require_admin, require_author
 from app.verify import service as verify_service
-from app.verify.views import engine_versions
+from app.verify.service import engine_versions
 from tests.authoring.conftest import Account, login
 from tests.authoring.helpers import create_question, csrf_of
 from tests.factories import parse

@@ -14,8 +14,8 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 from typer.testing import CliRunner
 
-from app.authoring import security
-from app.authoring.models import AuditEntry, User
+from app.accounts import passwords
+from app.accounts.models import AuditEntry, User
 from app.cli import app as cli_app
 from app.main import create_app
 from app.settings import Settings, get_settings
@@ -58,7 +58,7 @@ def test_admin_create_prompts_for_the_password_twice_without_echo(
     assert "a long enough secret" not in result.output
     user = _user(session_factory, "carol")
     assert user is not None and user.role == "admin" and user.active
-    assert security.verify_password("a long enough secret", user.password_hash)
+    assert passwords.verify_password("a long enough secret", user.password_hash)
     assert count(session_factory, AuditEntry, AuditEntry.action == "user.create",
                  AuditEntry.actor == "cli") == 1
     listed = ddpdrill("admin", "list")

@@ -13,8 +13,9 @@ from fastapi.testclient import TestClient
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
+from app.accounts.models import AuditEntry
 from app.authoring import bankfiles
-from app.authoring.models import AuditEntry, BankUpload
+from app.authoring.models import BankUpload
 from app.questions.bank import load_bank
 from app.questions.models import Question, QuestionRevision
 from app.questions.service import export_bank

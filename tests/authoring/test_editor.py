@@ -6,7 +6,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.authoring.models import AuditEntry
+from app.accounts.models import AuditEntry
 from app.questions.models import Question, QuestionRevision
 from tests.authoring.conftest import Account
 from tests.authoring.helpers import create_question, editor_data, htmx, save_editor

@@ -9,9 +9,8 @@ from sqlalchemy.orm import Session, sessionmaker
 from app.authoring import bankfiles
 from app.questions.models import STATUS_PUBLISHED, Question
 from app.questions.service import revision_doc
-from app.verify import service
+from app.verify import gate, service
 from app.verify.audit import queue_published
-from app.verify.engine import HARNESS_VERSION, torch_version
 from app.verify.models import RUN_QUEUED, Run
 from tests.factories import FIXTURE_BANK, parse
 
@@ -20,12 +19,9 @@ def audited_keys(factory: sessionmaker[Session]) -> set[str]:
     keys = set()
     with factory() as s:
         for q in s.scalars(select(Question).where(Question.status == STATUS_PUBLISHED)).unique():
-            doc = revision_doc(q.current_revision)
-            if doc.verify is None:
-                continue
-            for combo in service.audit_combinations(doc.verify):
-                keys.add(service.request_for(doc, combo, torch_version=torch_version(),
-                                             harness_version=HARNESS_VERSION).key)
+            for req in gate.plan(revision_doc(q.current_revision), revision_id=q.current_revision_id,
+                                 versions=service.engine_versions()):
+                keys.add(req.key)
     return keys
 
 

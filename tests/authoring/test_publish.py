@@ -14,7 +14,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.authoring.models import AuditEntry
+from app.accounts.models import AuditEntry
 from app.practice.models import Attempt
 from app.questions.models import Question, QuestionRevision
 from app.settings import Settings
@@ -156,8 +156,8 @@ def test_run_now_measures_the_unsaved_snippet_and_expect_this_adds_an_expectatio
 ) -> None:
     create_question(author_client, "measured")
     page = parse(author_client.get("/author/questions/measured"))
-    assert page.select_one("select[name=param_scale]") is not None
-    data = editor_data(page, param_scale="2")
+    assert page.select_one('select[name="knob.scale"]') is not None
+    data = editor_data(page, **{"knob.scale": "2"})
     response = author_client.post("/author/run", data=data, headers=htmx(page))
     assert response.status_code == 200
     pending = parse_fragment(response).select_one(".author-run")

@@ -97,7 +97,7 @@ def test_payloads_in_every_field_are_neutralised_everywhere(
 
     # Run it (knob labels, value names and measured strings), then verify and publish.
     run = parse_fragment(admin_client.post("/author/run", headers=headers,
-                                           data={**fields, "param_mode": f'"{IMG}"'.replace('"<', '"<')}))
+                                           data={**fields, "knob.mode": f'"{IMG}"'}))
     run_id = run.select_one(".author-run")["data-run-id"]
     admin_client.post("/author/questions/xss/verify", headers=headers)
     worker = Worker(session_factory, settings)

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from app.authoring import service
+from app.accounts import service
 from app.db import make_engine, make_sessionmaker, session_scope
 from app.settings import Settings
 from tests.browser.conftest import database_with, serve

@@ -1,4 +1,4 @@
-"""Expectations checked against run results in their stored JSON form."""
+"""Expectations checked against typed run results (built from their stored JSON form)."""
 
 from __future__ import annotations
 
@@ -7,25 +7,35 @@ from typing import Any
 import pytest
 
 from app.questions.schema import Expectation
+from app.verify.engine.result import RunResult
 from app.verify.expectations import applies, check, close, evaluate
 
 
-def result(**over: Any) -> dict[str, Any]:
+def bucket(rank: int, iteration: int, index: int, start: float) -> dict[str, Any]:
+    return {"rank": rank, "iteration": iteration, "index": index, "reduce_start_ms": start,
+            "params": ["w"], "bytes": 8, "first_ready_ms": None, "last_ready_ms": None,
+            "reduce_end_ms": start + 1}
+
+
+def result(**over: Any) -> RunResult:
+    """A run result as the database stores it, read back typed; `over` edits the JSON first."""
     base: dict[str, Any] = {
-        "outcome": "ok",
+        "outcome": "ok", "diagnosis": "", "world_size": 2, "torch_version": "2.13.0",
+        "harness_version": "3",
         "ranks": [
             {"rank": 0, "values": {"g": [[1.5, 1.5]], "n": 3}, "error": None, "blocked_in": None},
             {"rank": 1, "values": {"g": [[1.5, 1.5]], "n": 4}, "error": None, "blocked_in": None},
         ],
-        "buckets": [
-            {"rank": 0, "iteration": 0, "index": 0, "reduce_start_ms": 5.0},
-            {"rank": 0, "iteration": 1, "index": 1, "reduce_start_ms": 9.0},
-            {"rank": 0, "iteration": 1, "index": 0, "reduce_start_ms": 11.0},
-            {"rank": 1, "iteration": 0, "index": 0, "reduce_start_ms": 5.2},
-        ],
+        "buckets": [bucket(0, 0, 0, 5.0), bucket(0, 1, 1, 9.0), bucket(0, 1, 0, 11.0),
+                    bucket(1, 0, 0, 5.2)],
     }
-    base.update(over)
-    return base
+    for name, value in over.items():
+        if name.startswith("rank"):  # rank0_blocked_in=..., rank1_error=...
+            index, field = name[4], name[6:]
+            base["ranks"][int(index)][field] = value
+        else:
+            base[name] = value
+    return RunResult.model_validate(base)
 
 
 def exp(**kw: Any) -> Expectation:
@@ -59,17 +69,16 @@ def test_outcome_check() -> None:
 
 
 def test_blocked_check_names_rank_and_op() -> None:
-    res = result(outcome="timeout")
-    res["ranks"][0]["blocked_in"] = {"op": "all_reduce", "since_ms": 12.0, "iteration": 2}
+    res = result(outcome="timeout",
+                 rank0_blocked_in={"op": "all_reduce", "since_ms": 12.0, "iteration": 2})
     assert check(exp(blocked={"rank": 0, "op": "all_reduce"}), res).passed
     assert not check(exp(blocked={"rank": 0, "op": "barrier"}), res).passed
     assert not check(exp(blocked={"rank": 1, "op": "all_reduce"}), res).passed
 
 
 def test_error_check_matches_type_and_message_fragment() -> None:
-    res = result(outcome="error")
-    res["ranks"][1]["error"] = {"type": "RuntimeError", "message": "Rank 1 exhausted all inputs",
-                                "line": 9}
+    res = result(outcome="error", rank1_error={"type": "RuntimeError", "line": 9,
+                                               "message": "Rank 1 exhausted all inputs"})
     assert check(exp(error={"type": "RuntimeError", "message_contains": "exhausted"}), res).passed
     assert check(exp(error={"rank": 1, "type": "RuntimeError"}), res).passed
     assert not check(exp(error={"rank": "all", "type": "RuntimeError"}), res).passed

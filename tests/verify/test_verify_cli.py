@@ -10,6 +10,7 @@ from typer.testing import CliRunner
 
 from app.cli import app
 from app.verify import cli as verify_cli
+from app.verify import knobs
 from app.verify.engine import Engine
 
 SNIPPET = """
@@ -93,5 +94,5 @@ def test_usage_errors_exit_two_with_a_clear_message(tmp_path: Path) -> None:
 
 
 def test_param_values_are_json_when_they_parse() -> None:
-    assert verify_cli.parse_params(["a=1", "b=false", "c=[3,2]", "d=hello", "e=", "f=x=y"]) == {
+    assert knobs.from_pairs(["a=1", "b=false", "c=[3,2]", "d=hello", "e=", "f=x=y"]) == {
         "a": 1, "b": False, "c": [3, 2], "d": "hello", "e": "", "f": "x=y"}

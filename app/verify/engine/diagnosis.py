@@ -39,7 +39,7 @@ class RunFacts:
 
 
 @dataclass
-class Verdict:
+class Diagnosis:
     outcome: Outcome
     limit: LimitName | None
     text: str
@@ -350,7 +350,7 @@ def _mismatch_hint(stories: list[_Story], stuck: list[_Story]) -> str:
     return ""
 
 
-def diagnose(ranks: list[RankResult], facts: RunFacts, code: str | None = None) -> Verdict:
+def diagnose(ranks: list[RankResult], facts: RunFacts, code: str | None = None) -> Diagnosis:
     """Outcome, limit hit, plain-words diagnosis and each rank's blocked collective."""
     code_lines = code.splitlines() if code is not None else None
     stories = [_story(rr, facts, code_lines) for rr in ranks]
@@ -410,7 +410,7 @@ def diagnose(ranks: list[RankResult], facts: RunFacts, code: str | None = None) 
         outcome = "ok"
     else:
         outcome = "error"
-    return Verdict(outcome=outcome, limit=limit, text=" ".join(sentences), blocked=blocked)
+    return Diagnosis(outcome=outcome, limit=limit, text=" ".join(sentences), blocked=blocked)
 
 
 def _ok_summary(stories: list[_Story]) -> str:

@@ -94,3 +94,13 @@ class RunResult(_Model):
 
     def rank(self, rank: int) -> RankResult:
         return self.ranks[rank]
+
+    def rank_or_none(self, rank: int) -> RankResult | None:
+        """The result of rank `rank`, if that rank is in this run."""
+        return next((r for r in self.ranks if r.rank == rank), None)
+
+    def bucket_reductions(self, rank: int, iteration: int | None = None) -> list[BucketRecord]:
+        """One rank's bucket reductions (of one iteration, if given) in the order they started."""
+        rows = [b for b in self.buckets if b.rank == rank
+                and (iteration is None or b.iteration == iteration)]
+        return sorted(rows, key=lambda b: (b.reduce_start_ms, b.index))

@@ -336,9 +336,9 @@ def _assemble(watch: _Watch, ranks: list[_Rank], *, t0: int, wall_ms: float, cod
     leftovers = int(watch.done.get("leftovers", 0)) if watch.done else 0
     facts = RunFacts(world_size=world_size, limits=limits, stop_reason=watch.stop_reason,
                      stop_ms=stop_ms, output_rank=watch.output_rank, leftovers=leftovers)
-    verdict = diagnose(results, facts, code)
+    diagnosis = diagnose(results, facts, code)
     for rr in results:
-        rr.blocked_in = verdict.blocked.get(rr.rank)
+        rr.blocked_in = diagnosis.blocked.get(rr.rank)
     ready = [e["t_ms"] for rr in results for e in rr.events if e["kind"] == "group_ready"]
     timings = {"wall_ms": round(wall_ms, 3)}
     if ready:
@@ -347,7 +347,7 @@ def _assemble(watch: _Watch, ranks: list[_Rank], *, t0: int, wall_ms: float, cod
     if cpu:
         timings["cpu_ms"] = round(sum(cpu), 3)
     return RunResult(
-        outcome=verdict.outcome, diagnosis=verdict.text, limit=verdict.limit,
+        outcome=diagnosis.outcome, diagnosis=diagnosis.text, limit=diagnosis.limit,
         world_size=world_size, params=params, torch_version=torch_version,
         harness_version=harness_version, limits=limits.as_dict(), ranks=results,
         buckets=bucket_records(results), leftover_processes=leftovers, timings=timings,

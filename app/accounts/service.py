@@ -1,0 +1,203 @@
+"""Accounts and the audit log: create, change and authenticate users; record who did what.
+
+Only services write audit entries: a view says what happened by calling one.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from sqlalchemy import delete, func, select
+from sqlalchemy.orm import Session
+
+from app.accounts.models import ROLES, AuditEntry, LoginAttempt, User
+from app.accounts.passwords import burn_verify, hash_password, verify_and_update
+from app.db import utcnow
+
+USERNAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$")
+# Long enough that guessing within the login rate limit is hopeless.
+MIN_PASSWORD_LENGTH = 10
+# Failed logins are counted over this window (settings.login_attempts_per_minute).
+LOGIN_WINDOW_SECONDS = 60
+# Failed-login rows older than this are deleted on the next login.
+LOGIN_ATTEMPT_RETENTION = timedelta(hours=1)
+
+
+class AccountError(ValueError):
+    """A username, password or role that cannot be used."""
+
+
+# Audit log --------------------------------------------------------------------------------
+
+
+def audit(
+    *, db_session: Session, user: User | None, action: str, target: str = "",
+    detail: dict[str, Any] | None = None, actor: str | None = None,
+) -> AuditEntry:
+    """Record who did what to what."""
+    entry = AuditEntry(user_id=user.id if user else None,
+                       actor=(actor if actor is not None else (user.username if user else "-"))[:64],
+                       action=action, target=target[:200], detail=detail or {})
+    db_session.add(entry)
+    db_session.flush()
+    return entry
+
+
+def list_audit(
+    *, db_session: Session, actor: str | None = None, action: str | None = None, limit: int = 200
+) -> list[AuditEntry]:
+    """The newest audit entries, optionally for one actor or action prefix."""
+    stmt = select(AuditEntry).order_by(AuditEntry.created_at.desc(), AuditEntry.id.desc())
+    if actor:
+        stmt = stmt.where(AuditEntry.actor == actor)
+    if action:
+        stmt = stmt.where(AuditEntry.action.startswith(action))
+    return list(db_session.scalars(stmt.limit(limit)))
+
+
+# Accounts ---------------------------------------------------------------------------------
+
+
+def check_password(password: str) -> None:
+    if len(password) < MIN_PASSWORD_LENGTH:
+        raise AccountError(f"a password needs at least {MIN_PASSWORD_LENGTH} characters")
+
+
+def create_user(
+    *, db_session: Session, username: str, password: str, role: str, by: User | None = None,
+    via: str = "",
+) -> User:
+    """A new active account, audited; raises AccountError for a bad or taken name, role or password.
+
+    `by` is the admin who created it (None for the command line, recorded as actor "cli").
+    """
+    if not USERNAME_RE.match(username):
+        raise AccountError("a username is 1–64 letters, digits and . _ @ -, starting with a letter or digit")
+    if role not in ROLES:
+        raise AccountError(f"role must be one of {', '.join(ROLES)}")
+    check_password(password)
+    if get_user_by_name(db_session=db_session, username=username) is not None:
+        raise AccountError(f"the username {username!r} is taken")
+    user = User(username=username, password_hash=hash_password(password), role=role, active=True)
+    db_session.add(user)
+    db_session.flush()
+    detail = {"role": role, **({"via": via} if via else {})}
+    audit(db_session=db_session, user=by, actor=None if by else "cli", action="user.create",
+          target=user.username, detail=detail)
+    return user
+
+
+def get_user(*, db_session: Session, user_id: int) -> User | None:
+    """The account with this id."""
+    return db_session.get(User, user_id)
+
+
+def get_user_by_name(*, db_session: Session, username: str) -> User | None:
+    """The account with this username (case-insensitive)."""
+    return db_session.scalar(select(User).where(func.lower(User.username) == username.lower()))
+
+
+def list_users(*, db_session: Session) -> list[User]:
+    """Every account, by name."""
+    return list(db_session.scalars(select(User).order_by(User.username)))
+
+
+def update_user(
+    *, db_session: Session, user: User, role: str | None = None, active: bool | None = None,
+    password: str | None = None, by: User | None = None,
+) -> list[str]:
+    """Change an account (audited as done by `by`); any change signs it out everywhere.
+
+    Returns what changed.
+    """
+    changed = []
+    if role is not None and role != user.role:
+        if role not in ROLES:
+            raise AccountError(f"role must be one of {', '.join(ROLES)}")
+        user.role = role
+        changed.append(f"role={role}")
+    if active is not None and active != user.active:
+        user.active = active
+        changed.append(f"active={active}")
+    if password:
+        check_password(password)
+        user.password_hash = hash_password(password)
+        changed.append("password")
+    if changed:
+        user.session_version += 1
+        db_session.flush()
+        audit(db_session=db_session, user=by, action="user.update", target=user.username,
+              detail={"changed": changed})
+    return changed
+
+
+def sign_out(*, db_session: Session, user: User) -> None:
+    """Sign a user out: every session cookie issued to them stops working. Audited."""
+    user.session_version += 1
+    db_session.flush()
+    audit(db_session=db_session, user=user, action="logout")
+
+
+@dataclass
+class LoginResult:
+    user: User | None
+    limited: bool = False
+
+
+def failed_logins(*, db_session: Session, username: str, client_ip: str, seconds: float) -> int:
+    """Failed sign-ins for this username from this address in the last `seconds`."""
+    since = utcnow() - timedelta(seconds=seconds)
+    return int(db_session.scalar(
+        select(func.count()).select_from(LoginAttempt).where(
+            LoginAttempt.username == username.lower()[:64], LoginAttempt.client_ip == client_ip[:64],
+            LoginAttempt.created_at >= since)
+    ) or 0)
+
+
+def authenticate(
+    *, db_session: Session, username: str, password: str, client_ip: str, limit: int
+) -> LoginResult:
+    """The active user these credentials name, or None; `limited` once the rate limit is hit.
+
+    The limit counts failures per (username, client address) in the database, so it
+    holds across web processes. Every outcome is audited with the client's address.
+
+    Every attempt is first recorded as a failure, in a short transaction in which
+    attempts for one pair take turns (SQLite: the write lock; PostgreSQL: a
+    transaction-scoped advisory lock), so a burst of concurrent guesses cannot all
+    read the count before any is recorded. That transaction is committed here, before
+    the password hash is checked: the check takes a tenth of a second of CPU, and on
+    SQLite no other request could write meanwhile. A correct password then removes
+    its record in the request's next transaction.
+    """
+    if db_session.get_bind().dialect.name == "postgresql":
+        pair = f"login:{username.lower()[:64]}:{client_ip[:64]}"
+        db_session.execute(select(func.pg_advisory_xact_lock(func.hashtext(pair))))
+    db_session.execute(
+        delete(LoginAttempt).where(LoginAttempt.created_at < utcnow() - LOGIN_ATTEMPT_RETENTION)
+    )
+    ip = {"ip": client_ip}
+    if failed_logins(db_session=db_session, username=username, client_ip=client_ip,
+                     seconds=LOGIN_WINDOW_SECONDS) >= limit:
+        audit(db_session=db_session, user=None, actor=username, action="login.limited", detail=ip)
+        return LoginResult(None, limited=True)
+    attempt = LoginAttempt(username=username.lower()[:64], client_ip=client_ip[:64])
+    db_session.add(attempt)
+    user = get_user_by_name(db_session=db_session, username=username)
+    db_session.commit()
+    ok = False
+    if user is None or not user.active:
+        burn_verify(password)
+    else:
+        ok, new_hash = verify_and_update(password, user.password_hash)
+        if ok and new_hash:
+            user.password_hash = new_hash
+    if not ok or user is None:
+        audit(db_session=db_session, user=None, actor=username, action="login.failed", detail=ip)
+        return LoginResult(None)
+    db_session.delete(attempt)
+    audit(db_session=db_session, user=user, action="login", detail=ip)
+    return LoginResult(user)

@@ -1,0 +1,156 @@
+"""Sign-in and sign-out, and the admin's pages for accounts and the audit log."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import quote, urlsplit
+
+from fastapi import APIRouter, Depends, HTTPException, Request
+from fastapi.responses import RedirectResponse, Response
+
+from app.accounts import service
+from app.accounts.models import ROLES, User
+from app.accounts.sessions import clear_session_cookie, set_session_cookie
+from app.deps import (
+    CSRF,
+    AdminUser,
+    CommittingRoute,
+    FormDep,
+    OptionalUser,
+    SessionDep,
+    SettingsDep,
+    client_ip,
+    is_htmx,
+    require_admin,
+)
+from app.templating import templates
+
+router = APIRouter(include_in_schema=False, route_class=CommittingRoute)
+admin = APIRouter(prefix="/admin", include_in_schema=False, dependencies=[Depends(require_admin)],
+                  route_class=CommittingRoute)
+
+
+def _safe_next(target: str | None) -> str:
+    """A local path to go to after signing in; anything else becomes /author."""
+    if not target or not target.startswith("/") or target.startswith("//") or "\\" in target:
+        return "/author"
+    parts = urlsplit(target)
+    if parts.scheme or parts.netloc:
+        return "/author"
+    return target
+
+
+def login_required(request: Request, exc: Exception) -> Response:
+    """Exception handler for LoginRequired: browsers go to the login page, others get 401."""
+    target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+    login = f"/login?next={quote(target, safe='')}"
+    if is_htmx(request):
+        return Response(status_code=401, headers={"HX-Redirect": login})
+    if request.method == "GET":
+        return RedirectResponse(login, status_code=303)
+    return templates.TemplateResponse(
+        request, "errors/error.html",
+        {"status": 401, "detail": "Sign in as an author to do this."}, status_code=401,
+    )
+
+
+def _page(request: Request, name: str, ctx: dict[str, Any], status: int = 200, **kw: Any) -> Response:
+    return templates.TemplateResponse(request, f"authoring/{name}", ctx, status_code=status, **kw)
+
+
+@router.get("/login")
+def login_page(request: Request, user: OptionalUser, next: str = "/author") -> Response:
+    return _page(request, "login.html", {"user": user, "next": _safe_next(next), "username": ""})
+
+
+@router.post("/login")
+def login(
+    request: Request, form: FormDep, db_session: SessionDep, settings: SettingsDep, _: CSRF
+) -> Response:
+    username = str(form.get("username") or "").strip()[:64]
+    password = str(form.get("password") or "")
+    target = _safe_next(str(form.get("next") or ""))
+    result = service.authenticate(db_session=db_session, username=username, password=password,
+                                  client_ip=client_ip(request),
+                                  limit=settings.login_attempts_per_minute)
+    ctx: dict[str, Any] = {"user": None, "next": target, "username": username}
+    if result.limited:
+        return _page(request, "login.html",
+                     {**ctx, "error": "Too many failed sign-ins; wait a minute and try again."},
+                     status=429, headers={"Retry-After": str(service.LOGIN_WINDOW_SECONDS)})
+    if result.user is None:
+        return _page(request, "login.html",
+                     {**ctx, "error": "That username and password do not match an active account."},
+                     status=401)
+    response = RedirectResponse(target, status_code=303)
+    set_session_cookie(response, request, result.user)
+    return response
+
+
+@router.post("/logout")
+def logout(request: Request, db_session: SessionDep, user: OptionalUser, _: CSRF) -> Response:
+    if user is not None:
+        # Signing out ends every session of this user, so a copied cookie dies too.
+        service.sign_out(db_session=db_session, user=user)
+    response = RedirectResponse("/", status_code=303)
+    clear_session_cookie(response, request)
+    return response
+
+
+def _users_page(request: Request, db_session: Any, user: User, status: int = 200,
+                **extra: Any) -> Response:
+    return _page(request, "users.html",
+                 {"user": user, "users": service.list_users(db_session=db_session), "roles": ROLES,
+                  "new_username": "", **extra}, status=status)
+
+
+@admin.get("/users")
+def users(request: Request, db_session: SessionDep, user: AdminUser) -> Response:
+    return _users_page(request, db_session, user)
+
+
+@admin.post("/users")
+def create_user(
+    request: Request, form: FormDep, db_session: SessionDep, user: AdminUser, _: CSRF
+) -> Response:
+    username = str(form.get("username") or "").strip()
+    role = str(form.get("role") or "author")
+    try:
+        service.create_user(db_session=db_session, username=username,
+                            password=str(form.get("password") or ""), role=role, by=user)
+    except service.AccountError as exc:
+        return _users_page(request, db_session, user, status=422, error=str(exc),
+                           new_username=username)
+    return RedirectResponse("/admin/users", status_code=303)
+
+
+@admin.post("/users/{user_id}")
+def update_user(
+    request: Request, user_id: int, form: FormDep, db_session: SessionDep, user: AdminUser, _: CSRF
+) -> Response:
+    target = service.get_user(db_session=db_session, user_id=user_id)
+    if target is None:
+        raise HTTPException(404, f"No user {user_id}.")
+    role = str(form.get("role") or target.role)
+    active = form.get("active") == "1"
+    if target.id == user.id and (role != target.role or not active):
+        return _users_page(request, db_session, user, status=422,
+                           error="You cannot demote or deactivate yourself; ask another admin.")
+    try:
+        service.update_user(db_session=db_session, user=target, role=role, active=active,
+                            password=str(form.get("password") or "") or None, by=user)
+    except service.AccountError as exc:
+        return _users_page(request, db_session, user, status=422, error=str(exc))
+    return RedirectResponse("/admin/users", status_code=303)
+
+
+@admin.get("/audit")
+def audit_log(
+    request: Request, db_session: SessionDep, user: AdminUser, actor: str = "", action: str = ""
+) -> Response:
+    entries = service.list_audit(db_session=db_session, actor=actor or None, action=action or None)
+    return _page(request, "audit.html", {"user": user, "entries": entries, "actor": actor,
+                                         "action": action})
+
+
+router.include_router(admin)

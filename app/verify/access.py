@@ -1,0 +1,168 @@
+"""Who may run and see what: a learner's Verify, the runs they may read, and what a run panel
+shows them.
+
+Learners run and see only what they can see as learners: a published question's
+current revision, or an older revision one of their own quizzes is pinned to;
+never a draft. Signed-in authors and admins see every run. Fresh runs are
+rate-limited per learner and, more loosely, per client address; cached runs are
+free. Errors are domain errors (app.errors, knobs.InvalidKnob); views map them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from app.errors import NotFound, RateLimited
+from app.practice import service as practice
+from app.questions.models import STATUS_PUBLISHED, Question, QuestionRevision
+from app.questions.schema import QuestionDoc
+from app.questions.service import get_published, revision_doc
+from app.render.runs import Change, compare
+from app.verify import service
+from app.verify.engine.result import RunResult
+from app.verify.expectations import CheckResult, evaluate
+from app.verify.models import RUN_DONE, RUN_FAILED, Run
+
+# Fresh runs per learner are counted over this window.
+RATE_WINDOW_SECONDS = 60
+# The per-address limit is this many times the per-learner one: a classroom behind
+# one NAT shares an address, and a cookie is free to drop.
+IP_RATE_FACTOR = 4
+
+
+def pick_revision(
+    *, db_session: Session, question: Question, revision_id: int | None, learner_id: str,
+) -> QuestionRevision:
+    """The question's published revision, or an older one this learner's quiz is pinned to."""
+    if revision_id is not None and revision_id != question.current_revision_id:
+        revision = db_session.get(QuestionRevision, revision_id)
+        if (revision is None or revision.question_id != question.id
+                or not practice.is_pinned(db_session=db_session, learner_id=learner_id,
+                                          revision_id=revision.id)):
+            raise NotFound("No such revision of this question.")
+        return revision
+    assert question.current_revision is not None
+    return question.current_revision
+
+
+def runnable_doc(
+    *, db_session: Session, slug: str, revision_id: int | None, learner_id: str,
+) -> tuple[QuestionRevision, QuestionDoc]:
+    """The revision a learner's Verify runs, and its document."""
+    question = get_published(db_session=db_session, slug=slug)
+    if question is None or question.current_revision is None:
+        raise NotFound(f"No question called {slug!r}.")
+    revision = pick_revision(db_session=db_session, question=question, revision_id=revision_id,
+                             learner_id=learner_id)
+    doc = revision_doc(revision)
+    if doc.verify is None or doc.snippet_text is None:
+        raise NotFound("This question has no snippet to run.")
+    return revision, doc
+
+
+def start_run(
+    *, db_session: Session, slug: str, params: dict[str, Any], learner_id: str, client_ip: str,
+    limit_per_minute: int, revision_id: int | None = None,
+) -> tuple[Run, bool]:
+    """The run answering this question's knobs: cached, shared, or newly queued.
+
+    Raises NotFound, knobs.InvalidKnob, or RateLimited when a new run would exceed
+    the learner's (or the address's) limit.
+    """
+    revision, doc = runnable_doc(db_session=db_session, slug=slug, revision_id=revision_id,
+                                 learner_id=learner_id)
+    torch_v, harness_v = service.engine_versions()
+    req = service.request_for(doc, params, torch_version=torch_v, harness_version=harness_v,
+                              revision_id=revision.id, requested_by=f"learner:{learner_id}",
+                              requested_ip=client_ip)
+    live = service.find_live(db_session=db_session, key=req.key)
+    if live is None or live.status == RUN_FAILED:
+        used = service.fresh_runs_since(db_session=db_session, requested_by=req.requested_by,
+                                        seconds=RATE_WINDOW_SECONDS)
+        from_ip = service.fresh_runs_since(db_session=db_session, requested_ip=client_ip,
+                                           seconds=RATE_WINDOW_SECONDS)
+        if used >= limit_per_minute or from_ip >= limit_per_minute * IP_RATE_FACTOR:
+            raise RateLimited(
+                f"Too many new runs in the last minute (limit {limit_per_minute} per learner); "
+                "runs that are already cached stay free.", RATE_WINDOW_SECONDS)
+    return service.request_run(db_session=db_session, req=req)
+
+
+def visible_run(*, db_session: Session, run_id: int, learner_id: str, is_author: bool) -> Run:
+    """The run if this visitor may see it (see the module docstring), else NotFound."""
+    run = service.get_run(db_session=db_session, run_id=run_id)
+    if run is None:
+        raise NotFound(f"No run {run_id}.")
+    if is_author:
+        return run
+    revision = (db_session.get(QuestionRevision, run.question_revision_id)
+                if run.question_revision_id else None)
+    if revision is not None:
+        question = db_session.get(Question, revision.question_id)
+        if question is not None and question.status == STATUS_PUBLISHED and (
+                question.current_revision_id == revision.id
+                or practice.is_pinned(db_session=db_session, learner_id=learner_id,
+                                      revision_id=revision.id)):
+            return run
+    raise NotFound(f"No run {run_id}.")
+
+
+@dataclass
+class RunPanel:
+    """What the Verify panel shows for one run to one learner."""
+
+    run: Run
+    result: RunResult | None
+    slug: str | None
+    question: Question | None = None
+    doc: QuestionDoc | None = None
+    # The answer key and the checks against it, once this learner has answered.
+    reveal: bool = False
+    checks: list[CheckResult] | None = None
+    prev: Run | None = None
+    changes: list[Change] | None = None
+
+    def context(self) -> dict[str, Any]:
+        return {"run": self.run, "slug": self.slug, "question": self.question, "doc": self.doc,
+                "reveal": self.reveal, "checks": self.checks, "prev": self.prev,
+                "changes": self.changes or []}
+
+
+def run_panel(
+    *, db_session: Session, run: Run, learner_id: str, slug: str | None, prev_id: int | None,
+) -> RunPanel:
+    """The panel of a run: its result, and (once answered) the checks against the key."""
+    panel = RunPanel(run, service.result_of(run), slug)
+    revision = (db_session.get(QuestionRevision, run.question_revision_id)
+                if run.question_revision_id else None)
+    if revision is not None:
+        question = db_session.get(Question, revision.question_id)
+        if question is not None and question.status == STATUS_PUBLISHED:
+            # The expectations of the revision that ran (a pinned quiz may run an older one).
+            panel.question, panel.doc, panel.slug = question, revision_doc(revision), question.slug
+            panel.reveal = practice.has_answered(db_session=db_session, learner_id=learner_id,
+                                                 question_id=question.id)
+            if panel.reveal and panel.result is not None and panel.doc.verify is not None:
+                panel.checks = evaluate(panel.doc.verify.expect, panel.result,
+                                        dict(run.params or {}), run.world_size)
+    if prev_id and prev_id != run.id:
+        prev = service.get_run(db_session=db_session, run_id=prev_id)
+        before = service.result_of(prev) if prev is not None else None
+        if (prev is not None and before is not None and panel.result is not None
+                and prev.question_revision_id == run.question_revision_id):
+            panel.prev, panel.changes = prev, compare(before, panel.result)
+    return panel
+
+
+def comparable_previous(*, db_session: Session, run: Run, prev_id: int | None) -> Run | None:
+    """The earlier finished run of the same revision to show beside this one, if any."""
+    if not prev_id or prev_id == run.id:
+        return None
+    prev = service.get_run(db_session=db_session, run_id=prev_id)
+    if (prev is None or prev.status != RUN_DONE
+            or prev.question_revision_id != run.question_revision_id):
+        return None
+    return prev

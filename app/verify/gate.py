@@ -1,0 +1,155 @@
+"""The gate: does a revision's answer key agree with what torch measures?
+
+One rule, used by the author's Publish button and by `ddpdrill bank verify`:
+plan the revision's audited knob combinations (the same cache keys either way),
+look up each combination's live run, check the expectations that apply to it,
+and pass only when every combination has a finished run whose checks all pass.
+Both write the outcome as a `Verdict` with the same shape.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from app.questions.models import QuestionRevision
+from app.questions.schema import QuestionDoc
+from app.questions.service import revision_doc
+from app.verify import service
+from app.verify.engine.result import RunResult
+from app.verify.expectations import CheckResult, evaluate
+from app.verify.models import RUN_DONE, RUN_FAILED, RUN_QUEUED, RUN_RUNNING, Run, Verdict
+
+
+@dataclass
+class ComboCheck:
+    """One audited knob combination: its run (if any) and the checks that apply to it."""
+
+    params: dict[str, Any]
+    world_size: int
+    run: Run | None
+    result: RunResult | None = None
+    checks: list[CheckResult] = field(default_factory=list)
+
+    @property
+    def state(self) -> str:
+        if self.run is None:
+            return "not run"
+        if self.run.status in (RUN_QUEUED, RUN_RUNNING):
+            return self.run.status
+        if self.run.status == RUN_FAILED:
+            return "infrastructure failure"
+        if not self.checks:
+            return "no expectation applies"
+        return "passed" if self.passed else "failed"
+
+    @property
+    def passed(self) -> bool:
+        return (self.run is not None and self.run.status == RUN_DONE and bool(self.checks)
+                and all(c.passed for c in self.checks))
+
+    @property
+    def pending(self) -> bool:
+        return self.run is not None and self.run.status in (RUN_QUEUED, RUN_RUNNING)
+
+    @property
+    def failure(self) -> str | None:
+        """Why there is no measurement to check, if there is none."""
+        if self.run is None:
+            return "not run"
+        if self.run.status == RUN_FAILED:
+            return self.run.failure_reason or "the run did not finish"
+        return None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"params": self.params, "world_size": self.world_size,
+                "run_id": self.run.id if self.run else None, "failure": self.failure,
+                "checks": [c.to_json() for c in self.checks]}
+
+
+@dataclass
+class Gate:
+    """The gate of one revision on one torch version."""
+
+    revision_id: int
+    torch_version: str
+    combos: list[ComboCheck]
+    has_snippet: bool
+
+    @property
+    def passed(self) -> bool:
+        return self.has_snippet and bool(self.combos) and all(c.passed for c in self.combos)
+
+    @property
+    def pending(self) -> bool:
+        return any(c.pending for c in self.combos)
+
+    @property
+    def complete(self) -> bool:
+        """Every combination has a finished (or permanently failed) run."""
+        return bool(self.combos) and all(c.run is not None and not c.pending for c in self.combos)
+
+    def reason(self) -> str:
+        if not self.has_snippet:
+            return "this question has no snippet; only an admin may publish it, with an override"
+        if self.passed:
+            return "every expectation passes on torch " + self.torch_version
+        missing = sum(1 for c in self.combos if c.run is None)
+        if missing:
+            return (f"{_combinations(missing)} not run on torch {self.torch_version} yet: "
+                    "press Verify all")
+        if self.pending:
+            return "runs are still in progress"
+        failed = sum(1 for c in self.combos if not c.passed)
+        return f"{_combinations(failed)} fail their expectations"
+
+
+def _combinations(n: int) -> str:
+    return f"{n} knob combination" + ("" if n == 1 else "s")
+
+
+def plan(
+    doc: QuestionDoc, *, revision_id: int, versions: tuple[str, str], requested_by: str | None = None,
+) -> list[service.RunRequest]:
+    """The run requests of every audited knob combination of a question (none without a snippet)."""
+    if doc.verify is None or doc.snippet_text is None:
+        return []
+    torch_v, harness_v = versions
+    return [service.request_for(doc, combo, torch_version=torch_v, harness_version=harness_v,
+                                revision_id=revision_id, requested_by=requested_by)
+            for combo in doc.verify.audit_combinations()]
+
+
+def request_runs(
+    *, db_session: Session, revision: QuestionRevision, versions: tuple[str, str],
+    requested_by: str, fresh: bool = False,
+) -> list[Run]:
+    """Queue (or reuse from the cache) a run for every audited combination of a revision."""
+    reqs = plan(revision_doc(revision), revision_id=revision.id, versions=versions,
+                requested_by=requested_by)
+    return [service.request_run(db_session=db_session, req=req, fresh=fresh)[0] for req in reqs]
+
+
+def check(*, db_session: Session, revision: QuestionRevision, versions: tuple[str, str]) -> Gate:
+    """The gate of a revision now: each audited combination's live run and its checks."""
+    doc = revision_doc(revision)
+    reqs = plan(doc, revision_id=revision.id, versions=versions)
+    if not reqs:
+        return Gate(revision.id, versions[0], [], has_snippet=False)
+    assert doc.verify is not None
+    combos = []
+    for req in reqs:
+        run = service.find_live(db_session=db_session, key=req.key)
+        result = service.result_of(run) if run is not None else None
+        checks = evaluate(doc.verify.expect, result, req.params, req.world_size) if result else []
+        combos.append(ComboCheck(req.params, req.world_size, run, result, checks))
+    return Gate(revision.id, versions[0], combos, has_snippet=True)
+
+
+def record(*, db_session: Session, gate: Gate) -> Verdict:
+    """Store a complete gate's outcome as the revision's newest verdict."""
+    return service.record_verdict(db_session=db_session, revision_id=gate.revision_id,
+                                  torch_version=gate.torch_version, passed=gate.passed,
+                                  checks=[c.to_json() for c in gate.combos])

@@ -1,0 +1,49 @@
+"""The layers of docs/architecture.md: enforced by import-linter, checked here as users meet them."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+ARCHITECTURE = (ROOT / "docs" / "architecture.md").read_text()
+WEB = ("fastapi", "starlette", "jinja2", "app.templating", "app.deps")
+
+
+def _loaded_after_import(module: str) -> set[str]:
+    code = f"import sys, {module}; print('\\n'.join(sorted(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=ROOT, timeout=120)
+    return set(out.stdout.split())
+
+
+def test_bank_verify_and_workers_start_without_the_web_stack() -> None:
+    for module in ("app.verify.audit", "app.verify.worker", "app.verify.gate"):
+        loaded = _loaded_after_import(module)
+        assert not [m for m in WEB if m in loaded], (module, [m for m in WEB if m in loaded])
+
+
+def test_the_engine_loads_nothing_of_the_app_around_it() -> None:
+    loaded = _loaded_after_import("app.verify.engine")
+    app_modules = {m for m in loaded if m.startswith("app.")}
+    assert app_modules and all(m.startswith("app.verify.engine") or m == "app.verify"
+                               for m in app_modules), sorted(app_modules)
+    assert "sqlalchemy" not in loaded and "torch" not in loaded
+
+
+def test_every_module_is_placed_in_docs_architecture() -> None:
+    """Every package and top-level module under app/ appears in the table of where things live."""
+    missing = []
+    for path in sorted((ROOT / "app").iterdir()):
+        if path.name.startswith("__") or path.name == "__pycache__":
+            continue
+        if path.is_dir():
+            if f"`app/{path.name}/`" not in ARCHITECTURE:
+                missing.append(f"app/{path.name}/")
+            for module in sorted(path.glob("*.py")):
+                if not module.name.startswith("__") and f"`{module.name}`" not in ARCHITECTURE:
+                    missing.append(f"app/{path.name}/{module.name}")
+        elif path.suffix == ".py" and f"`app/{path.name}`" not in ARCHITECTURE:
+            missing.append(f"app/{path.name}")
+    assert not missing, f"not described in docs/architecture.md: {missing}"
