@@ -14,9 +14,6 @@ from rich.markup import escape
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-# Every table, so foreign keys resolve when a command touches only some domains'
-# models (`bank import` on a configured database failed without it).
-from app import models as _every_model  # noqa: F401
 from app.db import make_engine, make_sessionmaker, session_scope
 from app.questions.bank import load_bank, write_bank
 from app.questions.models import Question
@@ -256,9 +253,12 @@ def worker(
     engine = make_engine(settings.resolved_database_url)
     pool = WorkerPool(make_sessionmaker(engine), settings, concurrency)
     stopping = threading.Event()
+    received: list[int] = []
 
+    # The handler only records the signal: printing from it re-enters a print the
+    # main thread may be in the middle of ("reentrant call" on stdout's buffer).
     def _stop(signum: int, _frame: object) -> None:
-        out.print(f"Signal {signum}: finishing the runs in hand, then stopping.")
+        received.append(signum)
         stopping.set()
 
     signal.signal(signal.SIGTERM, _stop)
@@ -270,6 +270,7 @@ def worker(
     out.print(f"{concurrency} worker(s) waiting for runs.")
     while not stopping.wait(0.5):
         pass
+    out.print(f"Signal {received[0]}: finishing the runs in hand, then stopping.")
     pool.shutdown()
     engine.dispose()
     from app.verify.engine import get_engine

@@ -1,4 +1,8 @@
-"""Imports every model so that metadata (and Alembic) sees all tables."""
+"""The one list of models. Importing it registers every table on Base.metadata.
+
+app.db imports it whenever an engine or session factory is made, and Alembic's env
+imports it, so a model added here is known to every entry point.
+"""
 
 from app.accounts.models import AuditEntry, LoginAttempt, User
 from app.authoring.models import BankUpload

@@ -16,8 +16,6 @@ from dataclasses import dataclass
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-# Every table, so that foreign keys resolve in a CLI process that imports no views.
-from app import models as _every_model  # noqa: F401
 from app.db import session_scope
 from app.questions.models import STATUS_PUBLISHED, Question, QuestionRevision
 from app.settings import Settings

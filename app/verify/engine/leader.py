@@ -5,7 +5,7 @@ anything a snippet spawns stays in its tree. Usually it was forked in advance as
 the forkserver's spare, with two idle ranks already waiting for their pipes; it
 forks any further ranks when the run arrives. It hosts the rendezvous store (as
 torchrun's agent does), reports each rank's exit to the runner as it happens, and
-on the runner's word (timeout, output flood) or when the runner disappears it
+on the runner's word (the time limit) or when the runner disappears it
 dumps the ranks' Python stacks and kills them. Finally it kills every descendant
 left over and removes the run's folder.
 """

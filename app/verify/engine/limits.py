@@ -21,7 +21,8 @@ class Limits:
     memory_bytes: int = 3 * 1024**3
     # RLIMIT_CPU per rank (SIGXCPU, then SIGKILL a second later).
     cpu_seconds: float = 30.0
-    # Per rank and per stream (stdout, stderr); more than this stops the run.
+    # Per rank and per stream (stdout, stderr): the first this many bytes are kept,
+    # the rest is read and discarded. The run goes on.
     output_bytes: int = 64 * 1024
 
     def __post_init__(self) -> None:
