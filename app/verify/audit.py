@@ -8,6 +8,7 @@ and records its verdict.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -21,13 +22,16 @@ from app.questions.models import STATUS_PUBLISHED, Question, QuestionRevision
 from app.settings import Settings
 from app.verify import gate, service
 from app.verify.models import RUN_DONE, RUN_FAILED, Run
-from app.verify.worker import Worker
+from app.verify.worker import Worker, warm_engine
 
 # How long to wait before looking again when another process holds every queued run.
 IDLE_POLL_S = 0.1
 # Runs `bank verify` executes at once: many of the bank's runs only wait (a hang waits
-# out its timeout with idle ranks), so running them side by side costs little CPU.
-AUDIT_CONCURRENCY = 4
+# out its timeout with idle ranks), so running them side by side costs little CPU. One
+# per core, not more: a hang question's ranks must still reach their collective well
+# inside its few-second timeout, and on a starved machine four at once on two cores
+# made one arrive too late (a false FAIL).
+AUDIT_CONCURRENCY = max(2, os.cpu_count() or 2)
 
 
 @dataclass
@@ -75,6 +79,8 @@ def audit_bank(
     fresh: bool = False, on_progress: Callable[[int, int], None] | None = None,
 ) -> list[QuestionAudit]:
     """Run every published question's gate, executing what is not cached; record the verdicts."""
+    # The rank pool starts (torch imports) while the runs are planned, not after.
+    threading.Thread(target=warm_engine, name="engine-warmup", daemon=True).start()
     versions = service.engine_versions()
     with session_scope(factory) as s:
         targets = _targets(s, slug)
