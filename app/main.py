@@ -18,7 +18,7 @@ from app.accounts import views as accounts_views
 from app.authoring import views as authoring_views
 from app.db import make_engine, make_sessionmaker
 from app.deps import LoginRequired
-from app.errors import NotFound, RateLimited
+from app.errors import InvalidInput, NotFound, RateLimited, TooLarge
 from app.identity import LearnerCookieMiddleware
 from app.middleware import BufferedBodyMiddleware, SecurityHeadersMiddleware
 from app.practice import api as practice_api
@@ -125,6 +125,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @app.exception_handler(RateLimited)
     async def rate_limited(request: Request, exc: RateLimited) -> Response:
         return error_page(request, 429, str(exc), {"Retry-After": str(exc.retry_after_s)})
+
+    @app.exception_handler(InvalidInput)
+    async def invalid_input(request: Request, exc: InvalidInput) -> Response:
+        return error_page(request, 422, str(exc))
+
+    @app.exception_handler(TooLarge)
+    async def too_large(request: Request, exc: TooLarge) -> Response:
+        return error_page(request, 413, str(exc))
 
     @app.exception_handler(InvalidKnob)
     async def invalid_knob(request: Request, exc: InvalidKnob) -> Response:

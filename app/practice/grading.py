@@ -26,6 +26,8 @@ class Grade:
 
 def normalise_answer(doc: QuestionDoc, raw: Any) -> Any:
     """The answer in canonical form: a key, a sorted list of keys, or a float."""
+    if doc.is_exercise:
+        raise InvalidAnswer("an exercise is answered by running your code on its page")
     fmt = doc.effective_format
     keys = [c.key for c in doc.choices]
     if fmt == "single":

@@ -58,6 +58,8 @@ def start_quiz(
     """A new quiz of up to `count` random published questions, pinned to their current revisions."""
     ensure_learner(db_session=db_session, learner_id=learner_id)
     pool = list_published(db_session=db_session, topics=topics or None, difficulty=difficulty)
+    # An exercise is answered by running code on its own page, not by a quiz's answer form.
+    pool = [q for q in pool if q.type != "exercise"]
     if not pool:
         raise NoQuestions
     rng = rng or random.Random()
@@ -192,6 +194,33 @@ def answer_question(
             raise
         raise AlreadyAnswered(winner) from None
     return attempt, result
+
+
+def record_exercise_pass(
+    *, db_session: Session, learner_id: str, question_id: int, revision_id: int, code: str,
+    token: str,
+) -> Attempt:
+    """Store a passing exercise submission as a correct attempt with its code.
+
+    `token` names the submission (its runs), so showing the same passing result
+    again finds the first attempt instead of storing a second.
+    """
+    ensure_learner(db_session=db_session, learner_id=learner_id)
+    key = replay_key(learner_id=learner_id, question_id=question_id, token=token)
+    existing = db_session.scalar(select(Attempt).where(Attempt.token == key))
+    if existing is not None:
+        return existing
+    attempt = Attempt(learner_id=learner_id, question_id=question_id, revision_id=revision_id,
+                      token=key, answer={"code": code}, score=1.0, correct=True,
+                      time_taken_ms=None)
+    try:
+        _insert_attempt(db_session, attempt)
+    except IntegrityError:
+        winner = db_session.scalar(select(Attempt).where(Attempt.token == key))
+        if winner is None:
+            raise
+        return winner
+    return attempt
 
 
 def next_unanswered(*, db_session: Session, quiz: Quiz) -> QuizItem | None:

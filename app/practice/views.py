@@ -81,6 +81,9 @@ def question_page(request: Request, slug: str, db_session: SessionDep) -> Respon
     question = _published_or_404(db_session, slug)
     assert question.current_revision is not None
     doc = questions_service.revision_doc(question.current_revision)
+    if doc.is_exercise:
+        # An exercise is answered by writing code, on its own page.
+        return RedirectResponse(f"/exercises/{slug}", status_code=303)
     ctx = {**question_context(doc), "question": question, "token": new_form_token(),
            "action": f"/questions/{slug}/answer", "revision_id": question.current_revision.id,
            "verdict": latest_verdict(db_session=db_session, revision_id=question.current_revision.id)}
