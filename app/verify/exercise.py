@@ -101,7 +101,8 @@ def submit(
 
 def learner_code(run: Run) -> str:
     """The learner's own code in a run (without the harness)."""
-    return run.snippet_text.split(service.HARNESS_MARK, 1)[0]
+    # The last mark is the real one: the harness never contains it, learner code might.
+    return run.snippet_text.rsplit(service.HARNESS_MARK, 1)[0]
 
 
 @dataclass

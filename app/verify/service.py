@@ -110,7 +110,7 @@ def exercise_code(doc: QuestionDoc, code: str) -> str:
     harness = doc.exercise.harness_code if doc.exercise is not None else None
     if not harness:
         return code
-    return code.rstrip("\n") + HARNESS_MARK + harness
+    return code + HARNESS_MARK + harness
 
 
 def request_for(
