@@ -117,6 +117,11 @@ def test_hidden_checks_never_reach_the_page_or_the_api(
         assert SECRET not in r.text, r.url
         # Nor the reference solution, which is the hidden checks' answer.
         assert "dist.all_reduce(t)" not in r.text, r.url
+    question = ex_client.get(f"/api/v1/questions/{SLUG}").json()
+    assert question["answer_format"] == "exercise"
+    assert question["exercise"]["starter"] == STARTER
+    assert question["exercise"]["hidden_checks"] == 1
+    assert len(question["exercise"]["visible_checks"]) == 2
     api = ex_client.get(started["url"]).json()
     assert [c["label"] for c in api["visible"]] == [
         "every rank gets the total of the ranks' numbers", "the total is a whole number"]
