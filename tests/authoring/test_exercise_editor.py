@@ -91,3 +91,19 @@ def test_an_exercise_without_a_solution_is_refused_naming_the_field(
     response = create_question(author_client, "no-solution", **_exercise_fields(solution=""))
     assert response.status_code == 422
     assert "reference solution" in response.text
+
+
+def test_the_learner_preview_of_an_exercise_shows_its_starter_checks_and_hints(
+    author_client: TestClient,
+) -> None:
+    from tests.authoring.helpers import htmx, question_fields
+
+    page = parse(author_client.get("/author/questions/new"))
+    data = question_fields("preview-drill", **_exercise_fields())
+    r = author_client.post("/author/preview/question", data=data, headers=htmx(page))
+    assert r.status_code == 200
+    preview = parse_fragment(r)
+    assert "rank_total" in preview.get_text()
+    labels = [li.get_text(" ", strip=True) for li in preview.select("ul li")]
+    assert "rank 1 agrees (hidden from learners)" in labels
+    assert preview.select_one("details summary").get_text() == "Hint 1"
