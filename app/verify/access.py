@@ -24,7 +24,7 @@ from app.render.runs import Change, compare
 from app.verify import service
 from app.verify.engine.result import RunResult
 from app.verify.expectations import CheckResult, evaluate
-from app.verify.models import PRIORITY_LEARNER_CODE, RUN_DONE, RUN_FAILED, Run
+from app.verify.models import PRIORITY_LEARNER_CODE, PRIORITY_SHARED, RUN_DONE, RUN_FAILED, Run
 
 # Fresh runs per learner are counted over this window.
 RATE_WINDOW_SECONDS = 60
@@ -83,10 +83,11 @@ def start_run(
                               requested_ip=client_ip)
     live = service.find_live(db_session=db_session, key=req.key)
     if live is None or live.status == RUN_FAILED:
+        # Learner code (exercises) has its own budget (app.verify.exercise).
         used = service.fresh_runs_since(db_session=db_session, requested_by=req.requested_by,
-                                        seconds=RATE_WINDOW_SECONDS)
+                                        seconds=RATE_WINDOW_SECONDS, priority=PRIORITY_SHARED)
         from_ip = service.fresh_runs_since(db_session=db_session, requested_ip=client_ip,
-                                           seconds=RATE_WINDOW_SECONDS)
+                                           seconds=RATE_WINDOW_SECONDS, priority=PRIORITY_SHARED)
         if used >= limit_per_minute or from_ip >= limit_per_minute * IP_RATE_FACTOR:
             raise RateLimited(
                 f"Too many new runs in the last minute (limit {limit_per_minute} per learner); "

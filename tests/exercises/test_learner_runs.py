@@ -226,3 +226,21 @@ def test_an_exercise_is_never_a_quiz_item_and_its_question_url_leads_to_its_page
     assert ex_client.post(f"/api/v1/questions/{SLUG}/verify", json={}).status_code == 404
     r = ex_client.post("/api/v1/attempts", json={"slug": SLUG, "answer": "a"})
     assert r.status_code in (404, 422)
+
+
+def test_exercise_runs_and_question_verify_runs_have_separate_budgets(
+    settings: Settings, session_factory: sessionmaker[Session]
+) -> None:
+    from tests.conftest import FIXTURE_BANK
+
+    import_folder(session_factory, EXERCISE_BANK)
+    import_folder(session_factory, FIXTURE_BANK)
+    tight = settings.model_copy(update={"exercise_rate_per_minute": 1, "verify_rate_per_minute": 1})
+    with TestClient(create_app(tight)) as c:
+        assert c.post(f"/api/v1/exercises/{SLUG}/run", json={"code": STARTER}).status_code == 200
+        assert c.post(f"/api/v1/exercises/{SLUG}/run",
+                      json={"code": STARTER + "\n#2\n"}).status_code == 429
+        # The exercise run did not use up the learner's question Verify budget, nor the reverse.
+        assert c.post("/api/v1/questions/fixture-single/verify", json={"params": {}}).status_code == 200
+        assert c.post("/api/v1/questions/fixture-single/verify",
+                      json={"params": {"scale": 2}}).status_code == 429
