@@ -5,7 +5,9 @@ across learners, queued behind shared runs; a pass stored as an attempt with its
 from __future__ import annotations
 
 import dataclasses
+import shutil
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
@@ -229,12 +231,15 @@ def test_an_exercise_is_never_a_quiz_item_and_its_question_url_leads_to_its_page
 
 
 def test_exercise_runs_and_question_verify_runs_have_separate_budgets(
-    settings: Settings, session_factory: sessionmaker[Session]
+    settings: Settings, session_factory: sessionmaker[Session], tmp_path: Path
 ) -> None:
     from tests.conftest import FIXTURE_BANK
 
-    import_folder(session_factory, EXERCISE_BANK)
-    import_folder(session_factory, FIXTURE_BANK)
+    # One bank with both (an import retires what its folder does not hold).
+    both = tmp_path / "bank"
+    shutil.copytree(FIXTURE_BANK, both)
+    shutil.copytree(EXERCISE_BANK / "drills", both / "drills")
+    import_folder(session_factory, both)
     tight = settings.model_copy(update={"exercise_rate_per_minute": 1, "verify_rate_per_minute": 1})
     with TestClient(create_app(tight)) as c:
         assert c.post(f"/api/v1/exercises/{SLUG}/run", json={"code": STARTER}).status_code == 200
