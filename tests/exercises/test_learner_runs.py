@@ -249,3 +249,9 @@ def test_exercise_runs_and_question_verify_runs_have_separate_budgets(
         assert c.post("/api/v1/questions/fixture-single/verify", json={"params": {}}).status_code == 200
         assert c.post("/api/v1/questions/fixture-single/verify",
                       json={"params": {"scale": 2}}).status_code == 429
+
+
+def test_a_topic_of_exercises_links_to_their_pages_and_offers_no_quiz(ex_client: TestClient) -> None:
+    page = parse(ex_client.get("/topics/drills"))
+    assert [a["href"] for a in page.select(".question-list a")] == [f"/exercises/{SLUG}"]
+    assert page.select_one("form[action='/quizzes']") is None
