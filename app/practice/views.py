@@ -1,5 +1,6 @@
-"""Practice pages: a question on its own (answer it, see the key), and quizzes: start, one
-question at a time, and the summary."""
+"""Practice pages: a question on its own (answer it, see the key), quizzes (start, one
+question at a time, the summary), the Review page (due FSRS cards one at a time), problem
+reports (file one, "my reports"), and the authors' report inbox under /author/reports."""
 
 from __future__ import annotations
 
@@ -7,23 +8,40 @@ import secrets
 import time
 from typing import Any
 
-from fastapi import APIRouter, HTTPException, Request
+from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import RedirectResponse, Response
 from sqlalchemy.orm import Session
 from starlette.datastructures import FormData
 
-from app.deps import CSRF, CurrentLearner, FormDep, SessionDep, is_htmx
-from app.practice import service
+from app.clock import Clock
+from app.deps import (
+    CSRF,
+    AuthorUser,
+    ClockDep,
+    CurrentLearner,
+    FormDep,
+    OptionalUser,
+    SessionDep,
+    SettingsDep,
+    is_htmx,
+    require_author,
+)
+from app.practice import reports, review, service
 from app.practice.grading import MULTI_RULE, InvalidAnswer, correct_answer, tolerance_text
 from app.practice.models import Quiz, QuizItem
 from app.questions import service as questions_service
 from app.questions.models import Question
-from app.questions.schema import QuestionDoc
+from app.questions.schema import QUESTION_TYPES, QuestionDoc
 from app.templating import templates
 from app.verify.service import latest_verdict
 
 router = APIRouter(include_in_schema=False)
+inbox = APIRouter(prefix="/author/reports", include_in_schema=False,
+                  dependencies=[Depends(require_author)])
 
+
+# Sent with a graded htmx fragment: the header's due count (practice/_me_nav.html) reloads.
+ANSWERED = {"HX-Trigger": "answered"}
 
 # A time taken longer than this is a tab left open, not time spent on the question.
 MAX_TIME_TAKEN_MS = 24 * 3600 * 1000
@@ -86,6 +104,7 @@ def question_page(request: Request, slug: str, db_session: SessionDep) -> Respon
         return RedirectResponse(f"/exercises/{slug}", status_code=303)
     ctx = {**question_context(doc), "question": question, "token": new_form_token(),
            "action": f"/questions/{slug}/answer", "revision_id": question.current_revision.id,
+           "report_action": f"/questions/{slug}/report",
            "verdict": latest_verdict(db_session=db_session, revision_id=question.current_revision.id)}
     return templates.TemplateResponse(request, "questions/question.html", ctx)
 
@@ -93,17 +112,28 @@ def question_page(request: Request, slug: str, db_session: SessionDep) -> Respon
 @router.post("/questions/{slug}/answer")
 def answer_page(
     request: Request, slug: str, form: FormDep, db_session: SessionDep, learner_id: CurrentLearner,
-    _: CSRF,
+    clock: ClockDep, _: CSRF,
 ) -> Response:
+    return _answer_standalone(request, slug, form, db_session, learner_id, clock,
+                              action=f"/questions/{slug}/answer", page="questions/question.html")
+
+
+def _answer_standalone(
+    request: Request, slug: str, form: FormData, db_session: Session, learner_id: str,
+    clock: Clock, *, action: str, page: str, extra: dict[str, Any] | None = None,
+) -> Response:
+    """Grade a standalone answer (the question page, or the Review page) and schedule its card."""
     question = _published_or_404(db_session, slug)
     assert question.current_revision is not None
     doc = questions_service.revision_doc(question.current_revision)
     raw, token = read_answer(form, doc.effective_format)
-    base = {"question": question, "action": f"/questions/{slug}/answer"}
+    base = {"question": question, "action": action, "revision_id": question.current_revision.id,
+            "report_action": f"/questions/{slug}/report", **(extra or {})}
     try:
         _attempt, grade = service.answer_question(
             db_session=db_session, learner_id=learner_id, question=question, raw_answer=raw,
-            token=token, time_taken_ms=time_taken_ms(token))
+            token=token, time_taken_ms=time_taken_ms(token),
+            confidence=service.clean_confidence(form.get("confidence")), now=clock.now())
         ctx = {**base, **graded_context(doc, grade.answer, grade.score, grade.correct)}
         status = 200
     except service.AlreadyAnswered as exc:
@@ -113,14 +143,14 @@ def answer_page(
         status = 409
     except InvalidAnswer as exc:
         ctx = {**base, **question_context(doc), "error": str(exc), "token": token,
-               "previous": raw}
+               "previous": raw, "previous_confidence": form.get("confidence")}
         status = 422
     if is_htmx(request):
         # The graded fragment also swaps the Verify panel (out of band) into its answered form.
         ctx["oob_panel"] = True
         return templates.TemplateResponse(request, "questions/_answer_area.html", ctx,
-                                          status_code=status)
-    return templates.TemplateResponse(request, "questions/question.html", ctx, status_code=status)
+                                          status_code=status, headers=ANSWERED if status == 200 else None)
+    return templates.TemplateResponse(request, page, ctx, status_code=status)
 
 
 # Quizzes ------------------------------------------------------------------------------
@@ -152,11 +182,16 @@ def start_quiz(
         raise HTTPException(422, f"Unknown topic: {', '.join(unknown)}")
     difficulty = _int_or_none(form.get("difficulty"), "difficulty", 1, 3)
     count = _int_or_none(form.get("count"), "count", 1, service.MAX_QUIZ_QUESTIONS)
+    types = [t for t in form.getlist("types") if isinstance(t, str) and t]
+    if unknown_types := [t for t in types if t not in QUESTION_TYPES]:
+        raise HTTPException(422, f"Unknown format: {', '.join(unknown_types)}")
     try:
         quiz = service.start_quiz(db_session=db_session, learner_id=learner_id, topics=topics,
-                                  difficulty=difficulty, count=count or DEFAULT_QUIZ_LENGTH)
+                                  difficulty=difficulty, count=count or DEFAULT_QUIZ_LENGTH,
+                                  types=types)
     except service.NoQuestions:
-        raise HTTPException(422, "No published question matches those topics and difficulty.") from None
+        raise HTTPException(
+            422, "No published question matches those topics, difficulty and formats.") from None
     return RedirectResponse(f"/quizzes/{quiz.id}/1", status_code=303)
 
 
@@ -180,8 +215,9 @@ def _item_context(db_session: Session, quiz: Quiz, item: QuizItem, total: int) -
             "action": f"/quizzes/{quiz.id}/{item.position}/answer",
             "next_url": (f"/quizzes/{quiz.id}/{item.position + 1}" if item.position < total
                          else f"/quizzes/{quiz.id}/summary"),
-            # Verify runs the revision this quiz is pinned to, not a newer one.
+            # Verify runs (and a report names) the revision this quiz is pinned to.
             "revision_id": item.revision_id,
+            "report_action": f"/questions/{view.question.slug}/report",
             "verdict": latest_verdict(db_session=db_session, revision_id=item.revision_id)}
     if view.attempt is not None:
         a = view.attempt
@@ -221,7 +257,7 @@ def quiz_item(
 @router.post("/quizzes/{quiz_id}/{position}/answer")
 def quiz_answer(
     request: Request, quiz_id: str, position: int, form: FormDep, db_session: SessionDep,
-    learner_id: CurrentLearner, _: CSRF,
+    learner_id: CurrentLearner, clock: ClockDep, _: CSRF,
 ) -> Response:
     quiz = _quiz_or_404(db_session, quiz_id, learner_id)
     item, total = _item_or_404(db_session, quiz, position)
@@ -229,8 +265,9 @@ def quiz_answer(
     raw, _token = read_answer(form, ctx["fmt"])
     status = 200
     try:
-        _attempt, grade = service.answer_item(db_session=db_session, learner_id=learner_id,
-                                             item=item, raw_answer=raw)
+        _attempt, grade = service.answer_item(
+            db_session=db_session, learner_id=learner_id, item=item, raw_answer=raw,
+            confidence=service.clean_confidence(form.get("confidence")), now=clock.now())
         ctx.update(graded_context(ctx["doc"], grade.answer, grade.score, grade.correct))
     except service.AlreadyAnswered as exc:
         a = exc.attempt
@@ -244,7 +281,129 @@ def quiz_answer(
         # The graded fragment also swaps the Verify panel (out of band) into its answered form.
         ctx["oob_panel"] = True
         return templates.TemplateResponse(request, "questions/_answer_area.html", ctx,
-                                          status_code=status)
+                                          status_code=status, headers=ANSWERED if status == 200 else None)
     if status == 200:
         return RedirectResponse(f"/quizzes/{quiz.id}/{position}", status_code=303)
     return templates.TemplateResponse(request, "practice/item.html", ctx, status_code=status)
+
+
+# Review (FSRS) ----------------------------------------------------------------------------
+
+
+@router.get("/review")
+def review_page(
+    request: Request, db_session: SessionDep, learner_id: CurrentLearner, clock: ClockDep,
+) -> Response:
+    """The most overdue card, as a question with the usual answer and Verify panels."""
+    now = clock.now()
+    due = review.due_cards(db_session=db_session, learner_id=learner_id, now=now, limit=1)
+    count = review.due_count(db_session=db_session, learner_id=learner_id, now=now)
+    if not due:
+        return templates.TemplateResponse(request, "practice/review.html", {
+            "due_count": 0, "now": now,
+            "next_due": review.next_due(db_session=db_session, learner_id=learner_id, now=now)})
+    question = due[0].question
+    assert question.current_revision is not None
+    doc = questions_service.revision_doc(question.current_revision)
+    ctx = {**question_context(doc), "question": question, "token": new_form_token(),
+           "due_count": count, "card": due[0].card,
+           "action": f"/review/{question.slug}/answer", "revision_id": question.current_revision.id,
+           "report_action": f"/questions/{question.slug}/report",
+           "verdict": latest_verdict(db_session=db_session,
+                                     revision_id=question.current_revision.id)}
+    return templates.TemplateResponse(request, "practice/review.html", ctx)
+
+
+@router.post("/review/{slug}/answer")
+def review_answer(
+    request: Request, slug: str, form: FormDep, db_session: SessionDep, learner_id: CurrentLearner,
+    clock: ClockDep, _: CSRF,
+) -> Response:
+    return _answer_standalone(request, slug, form, db_session, learner_id, clock,
+                              action=f"/review/{slug}/answer", page="practice/review.html",
+                              extra={"next_url": "/review", "due_count": None})
+
+
+@router.get("/me/nav")
+def me_nav(
+    request: Request, db_session: SessionDep, learner_id: CurrentLearner, clock: ClockDep,
+    user: OptionalUser,
+) -> Response:
+    """The header's personal links (Review with its due count; Account, Author or Sign in),
+    loaded by htmx after the page so that no page pays for them up front."""
+    count = review.due_count(db_session=db_session, learner_id=learner_id, now=clock.now())
+    return templates.TemplateResponse(request, "practice/_me_nav.html",
+                                      {"due_count": count, "user": user})
+
+
+# Problem reports --------------------------------------------------------------------------
+
+
+def _int_field(value: Any) -> int | None:
+    try:
+        return int(value) if value not in (None, "") else None
+    except (TypeError, ValueError):
+        return None
+
+
+@router.post("/questions/{slug}/report")
+def report_problem(
+    request: Request, slug: str, form: FormDep, db_session: SessionDep,
+    learner_id: CurrentLearner, clock: ClockDep, settings: SettingsDep, _: CSRF,
+) -> Response:
+    question = _published_or_404(db_session, slug)
+    ctx: dict[str, Any] = {"report_action": f"/questions/{slug}/report", "question": question,
+                           "revision_id": _int_field(form.get("revision_id")),
+                           "report_open": True}
+    status = 200
+    try:
+        row = reports.file_report(
+            db_session=db_session, learner_id=learner_id, question=question,
+            revision_id=ctx["revision_id"], kind=str(form.get("kind") or ""),
+            comment=str(form.get("comment") or ""), now=clock.now(),
+            per_hour=settings.reports_per_hour)
+        ctx["filed"] = row
+    except reports.ReportError as exc:
+        ctx.update(error=str(exc), kind=form.get("kind"), comment=form.get("comment"))
+        status = 422
+    if is_htmx(request):
+        return templates.TemplateResponse(request, "practice/_report_form.html", ctx,
+                                          status_code=status)
+    return templates.TemplateResponse(request, "practice/report_filed.html", ctx,
+                                      status_code=status)
+
+
+@router.get("/reports")
+def my_reports_page(request: Request, db_session: SessionDep,
+                    learner_id: CurrentLearner) -> Response:
+    """The learner's own problem reports and what the authors did with them."""
+    return templates.TemplateResponse(request, "practice/my_reports.html", {
+        "reports": reports.my_reports(db_session=db_session, learner_id=learner_id)})
+
+
+# The authors' inbox (every route needs an author: the router says so) ---------------------
+
+
+@inbox.get("")
+def inbox_page(request: Request, db_session: SessionDep, user: AuthorUser) -> Response:
+    return templates.TemplateResponse(request, "practice/inbox.html", {
+        "user": user, "groups": reports.inbox(db_session=db_session)})
+
+
+@inbox.post("/{report_id}")
+def handle_report(
+    request: Request, report_id: int, form: FormDep, db_session: SessionDep, user: AuthorUser,
+    clock: ClockDep, _: CSRF,
+) -> Response:
+    try:
+        reports.handle_report(db_session=db_session, report_id=report_id, user=user,
+                              status=str(form.get("status") or ""),
+                              note=str(form.get("note") or ""), now=clock.now())
+    except reports.ReportError as exc:
+        return templates.TemplateResponse(request, "practice/inbox.html", {
+            "user": user, "groups": reports.inbox(db_session=db_session), "error": str(exc)},
+            status_code=422)
+    return RedirectResponse("/author/reports", status_code=303)
+
+
+router.include_router(inbox)

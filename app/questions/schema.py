@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 import re
 import string
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -25,6 +25,9 @@ MAX_HINTS = 3
 SNIPPET_FILE_RE = r"^[A-Za-z0-9_.-]+\.py$"
 
 QuestionType = Literal["single", "multi", "numeric", "trace", "exercise"]
+QUESTION_TYPES: tuple[str, ...] = get_args(QuestionType)
+# What a quiz can hold: an exercise is answered by running code on its own page.
+QUIZ_TYPES: tuple[str, ...] = tuple(t for t in QUESTION_TYPES if t != "exercise")
 AnswerFormat = Literal["single", "multi", "numeric"]
 # A knob value is JSON: a scalar, or a (nested) list such as per-rank batch sizes.
 KnobValue = bool | int | float | str | list[Any]
@@ -435,6 +438,8 @@ class TopicDoc(Strict):
     title: str = Field(min_length=1)
     description: str = ""
     position: int = 100
+    # The heading the home page lists the topic under; topics without one come last.
+    group: str = Field(default="", max_length=80)
 
 
 def key_binding_problems(doc: QuestionDoc) -> list[FieldError]:

@@ -1,15 +1,15 @@
 """Runs carry a queue priority: learner code (exercises) waits behind authors and shared runs.
 
-Revision ID: exercises_0004
-Revises: 0003
+Revision ID: exercises_0005
+Revises: learn_a_0004
 """
 from collections.abc import Sequence
 
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "exercises_0004"
-down_revision: str | None = "0003"
+revision: str = "exercises_0005"
+down_revision: str | None = "learn_a_0004"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
