@@ -230,9 +230,10 @@ def record_exercise_pass(
     existing = db_session.scalar(select(Attempt).where(Attempt.token == key))
     if existing is not None:
         return existing
+    now = utcnow()
     attempt = Attempt(learner_id=learner_id, question_id=question_id, revision_id=revision_id,
                       token=key, answer={"code": code}, score=1.0, correct=True,
-                      time_taken_ms=None)
+                      time_taken_ms=None, created_at=now)
     try:
         _insert_attempt(db_session, attempt)
     except IntegrityError:
@@ -240,6 +241,8 @@ def record_exercise_pass(
         if winner is None:
             raise
         return winner
+    # Like any answer, a solved exercise schedules its review card.
+    review.record_review(db_session=db_session, attempt=attempt, confidence=None, now=now)
     return attempt
 
 

@@ -305,6 +305,9 @@ def review_page(
     question = due[0].question
     assert question.current_revision is not None
     doc = questions_service.revision_doc(question.current_revision)
+    if doc.is_exercise:
+        # Reviewing an exercise is solving it again; a new pass reschedules its card.
+        return RedirectResponse(f"/exercises/{question.slug}", status_code=303)
     ctx = {**question_context(doc), "question": question, "token": new_form_token(),
            "due_count": count, "card": due[0].card,
            "action": f"/review/{question.slug}/answer", "revision_id": question.current_revision.id,

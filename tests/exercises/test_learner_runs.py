@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.db import session_scope
 from app.main import create_app
-from app.practice.models import Attempt
+from app.practice.models import Attempt, ReviewCard
 from app.settings import Settings
 from app.verify import service
 from app.verify.exercise import MAX_CODE_BYTES
@@ -71,6 +71,8 @@ def test_a_passing_solution_shows_every_check_and_is_stored_as_an_attempt_with_i
     # Showing the same result again does not store a second attempt.
     assert ex_client.get(started["url"]).json()["attempt_id"] == body["attempt_id"]
     assert count(session_factory, Attempt) == 1
+    # The pass scheduled a review card, like any answer; reviewing it is solving it again.
+    assert count(session_factory, ReviewCard) == 1
 
 
 def test_the_starter_fails_with_a_diagnosis_and_only_a_count_of_hidden_checks(
