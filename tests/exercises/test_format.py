@@ -102,3 +102,17 @@ def test_the_real_bank_has_at_least_twelve_exercises() -> None:
         assert 1 <= len(doc.exercise.hints) <= 3
         assert any(e.hidden for e in doc.verify.expect), doc.slug
         assert any(not e.hidden for e in doc.verify.expect), doc.slug
+
+
+def test_bank_check_accepts_a_bank_with_exercises(tmp_path: Path) -> None:
+    """Exercises have no choices: the fairness rules about choices leave them out."""
+    from typer.testing import CliRunner
+
+    from app.cli import app
+
+    both = tmp_path / "bank"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "fixtures" / "bank", both)
+    shutil.copytree(EXERCISE_BANK / "drills", both / "drills")
+    result = CliRunner().invoke(app, ["bank", "check", str(both)])
+    assert result.exit_code == 0, result.output
+    assert "all valid" in result.output
