@@ -91,7 +91,9 @@ def grade(doc: QuestionDoc, raw: Any) -> Grade:
 
 
 def correct_answer(doc: QuestionDoc) -> Any:
-    """The answer key in the same shape answers take."""
+    """The answer key in the same shape answers take (None for an exercise: it has no key)."""
+    if doc.is_exercise:
+        return None
     fmt = doc.effective_format
     if fmt == "single":
         return doc.correct_keys[0]

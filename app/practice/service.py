@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session
 
 from app.db import utcnow
 from app.practice import review
-from app.practice.grading import Grade, grade
+from app.practice.grading import Grade, InvalidAnswer, grade
 from app.practice.models import CONFIDENCE_LEVELS, Attempt, Learner, Quiz, QuizItem
 from app.questions.models import Question, QuestionRevision, Topic
 from app.questions.schema import QuestionDoc
@@ -189,6 +189,10 @@ def answer_question(
 ) -> tuple[Attempt, Grade]:
     """Grade and store a standalone attempt and schedule its review card; replaying the same
     token returns the first one. `now` is the clock's time (app/clock.py)."""
+    assert question.current_revision is not None
+    if revision_doc(question.current_revision).is_exercise:
+        # Before any replay lookup: an exercise's attempts are stored by record_exercise_pass.
+        raise InvalidAnswer("an exercise is answered by running your code on its page")
     ensure_learner(db_session=db_session, learner_id=learner_id)
     if token:
         token = replay_key(learner_id=learner_id, question_id=question.id, token=token)

@@ -73,6 +73,12 @@ def test_a_passing_solution_shows_every_check_and_is_stored_as_an_attempt_with_i
     assert count(session_factory, Attempt) == 1
     # The pass scheduled a review card, like any answer; reviewing it is solving it again.
     assert count(session_factory, ReviewCard) == 1
+    # The answer API refuses an exercise even when its key replays the stored attempt's token.
+    replay = ex_client.post(f"/api/v1/questions/{SLUG}/attempts", json={"answer": "a"},
+                            headers={"Idempotency-Key": f"exercise:{started['submission']}"})
+    assert replay.status_code == 422
+    assert ex_client.get("/review", follow_redirects=False).headers.get("location") in (
+        None, f"/exercises/{SLUG}")
 
 
 def test_the_starter_fails_with_a_diagnosis_and_only_a_count_of_hidden_checks(
@@ -228,8 +234,8 @@ def test_an_exercise_is_never_a_quiz_item_and_its_question_url_leads_to_its_page
     r = ex_client.get(f"/questions/{SLUG}", follow_redirects=False)
     assert r.status_code == 303 and r.headers["location"] == f"/exercises/{SLUG}"
     assert ex_client.post(f"/api/v1/questions/{SLUG}/verify", json={}).status_code == 404
-    r = ex_client.post("/api/v1/attempts", json={"slug": SLUG, "answer": "a"})
-    assert r.status_code in (404, 422)
+    r = ex_client.post(f"/api/v1/questions/{SLUG}/attempts", json={"answer": "a"})
+    assert r.status_code == 422, r.text
 
 
 def test_exercise_runs_and_question_verify_runs_have_separate_budgets(
