@@ -219,6 +219,9 @@ def bank_verify(
         for a in audits:
             for c in a.gate.combos:
                 knobs = ", ".join(f"{k}={v}" for k, v in c.params.items()) or "—"
+                if c.role != "question":
+                    # An exercise's starter must fail a check: say so, beside its rows.
+                    knobs = f"{c.role} ({c.state}): {knobs}"
                 # Measured text (torch's error messages) may contain [brackets]: escape it.
                 if c.failure:
                     table.add_row(a.slug, escape(knobs), "run", "a finished run", escape(c.failure),

@@ -25,7 +25,7 @@ from app.authoring import views as authoring_views
 from app.clock import Clock
 from app.db import make_engine, make_sessionmaker, read_sessionmaker
 from app.deps import LoginRequired
-from app.errors import NotFound, RateLimited
+from app.errors import InvalidInput, NotFound, RateLimited, TooLarge
 from app.identity import LearnerCookieMiddleware
 from app.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from app.metrics import AppMetrics
@@ -198,6 +198,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @app.exception_handler(RateLimited)
     async def rate_limited(request: Request, exc: RateLimited) -> Response:
         return error_page(request, 429, str(exc), {"Retry-After": str(exc.retry_after_s)})
+
+    @app.exception_handler(InvalidInput)
+    async def invalid_input(request: Request, exc: InvalidInput) -> Response:
+        return error_page(request, 422, str(exc))
+
+    @app.exception_handler(TooLarge)
+    async def too_large(request: Request, exc: TooLarge) -> Response:
+        return error_page(request, 413, str(exc))
 
     @app.exception_handler(InvalidKnob)
     async def invalid_knob(request: Request, exc: InvalidKnob) -> Response:

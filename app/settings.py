@@ -42,6 +42,9 @@ class Settings(BaseSettings):
     workers: int = 1
     # Fresh (uncached) verify runs a learner may start per minute.
     verify_rate_per_minute: int = 20
+    # Runs of a learner's own exercise code per minute (one Run costs one per audited
+    # combination); the per-address budget is four times this.
+    exercise_rate_per_minute: int = 30
     # Seconds a worker holds a claimed run before another may take it; renewed three
     # times per lease, so a killed worker's run is taken again within about this long.
     lease_seconds: float = Field(3.0, gt=0)

@@ -27,7 +27,9 @@ NEW_EXPECT = "- label: the run completes\n  outcome: ok\n"
 
 # Which form field a validation error belongs to, by its location in the document.
 _TOP_FIELDS = {"slug", "topic", "title", "tags", "difficulty", "type", "answer_format", "prompt",
-               "explanation", "choices", "answer", "trace"}
+               "explanation", "choices", "answer", "trace", "exercise"}
+# An exercise's author writes at most this many hints (schema.MAX_HINTS).
+HINT_FIELDS = 3
 _VERIFY_FIELDS = {"knobs": "knobs", "expect": "expect", "audit": "audit",
                   "world_size": "world_size", "timeout_s": "timeout_s", "snippet": "snippet_file"}
 
@@ -88,6 +90,12 @@ class EditorForm:
     knobs: str = ""
     audit: str = "default"
     expect: str = NEW_EXPECT
+    # Exercises: the reference solution, the harness appended to every run, the hints.
+    solution: str = ""
+    solution_file: str = ""
+    harness: str = ""
+    harness_file: str = ""
+    hints: list[str] = field(default_factory=lambda: [""] * HINT_FIELDS)
     note: str = ""
     base_revision_id: str = ""
     errors: dict[str, list[str]] = field(default_factory=dict)
@@ -123,6 +131,12 @@ class EditorForm:
             form.expect = _dump(v.get("expect"))
         else:
             form.expect = NEW_EXPECT
+        if doc.exercise is not None:
+            form.solution = doc.exercise.solution_code or ""
+            form.solution_file = doc.exercise.solution
+            form.harness = doc.exercise.harness_code or ""
+            form.harness_file = doc.exercise.harness or ""
+            form.hints = (list(doc.exercise.hints) + [""] * HINT_FIELDS)[:HINT_FIELDS]
         form.choices += [ChoiceRow() for _ in range(SPARE_CHOICES)]
         return form
 
@@ -145,6 +159,9 @@ class EditorForm:
             snippet=get("snippet"), snippet_file=get("snippet_file").strip(),
             world_size=get("world_size", "2").strip(), timeout_s=get("timeout_s", "10").strip(),
             knobs=get("knobs"), audit=get("audit", "default"), expect=get("expect"),
+            solution=get("solution"), solution_file=get("solution_file").strip(),
+            harness=get("harness"), harness_file=get("harness_file").strip(),
+            hints=[get(f"hint_{i}") for i in range(1, HINT_FIELDS + 1)],
             note=get("note").strip(), base_revision_id=get("base_revision_id").strip(),
         )
         for name, value in vars(made).items():
@@ -210,6 +227,8 @@ class EditorForm:
                 if value is not None:
                     answer[key] = value
             data["answer"] = answer
+        elif self.type == "exercise":
+            data["exercise"] = self._exercise()
         else:
             rows = [c for c in self.choices if c.text.strip()]
             data["choices"] = [{"key": string.ascii_lowercase[i] if i < 26 else "",
@@ -237,6 +256,25 @@ class EditorForm:
             verify["expect"] = self._yaml("expect", self.expect) or []
             data["verify"] = {k: v for k, v in verify.items() if v is not None}
         return {k: v for k, v in data.items() if v is not None}
+
+    def _exercise(self) -> dict[str, Any]:
+        base = self.slug.replace("-", "_") or "exercise"
+        out: dict[str, Any] = {"solution": self.solution_file or f"{base}_solution.py",
+                               "hints": [h.strip() for h in self.hints if h.strip()]}
+        if not self.solution.strip():
+            self.error("exercise", "an exercise needs its reference solution")
+        for name, code in (("solution", self.solution), ("harness", self.harness)):
+            if not code.strip():
+                continue
+            try:
+                compile(code, f"{name}.py", "exec")
+            except SyntaxError as exc:
+                self.error("exercise", f"{name}: Python syntax error on line {exc.lineno}: {exc.msg}")
+        out["solution_code"] = self.solution
+        if self.harness.strip():
+            out["harness"] = self.harness_file or f"{base}_checks.py"
+            out["harness_code"] = self.harness
+        return out
 
     def to_doc(self) -> QuestionDoc | None:
         """The validated document, or None with `errors` filled in per field."""

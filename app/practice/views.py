@@ -101,6 +101,9 @@ def question_page(request: Request, slug: str, db_session: SessionDep) -> Respon
     question = _published_or_404(db_session, slug)
     assert question.current_revision is not None
     doc = questions_service.revision_doc(question.current_revision)
+    if doc.is_exercise:
+        # An exercise is answered by writing code, on its own page.
+        return RedirectResponse(f"/exercises/{slug}", status_code=303)
     ctx = {**question_context(doc), "question": question, "token": new_form_token(),
            "action": f"/questions/{slug}/answer", "revision_id": question.current_revision.id,
            "report_action": f"/questions/{slug}/report",
@@ -304,6 +307,9 @@ def review_page(
     question = due[0].question
     assert question.current_revision is not None
     doc = questions_service.revision_doc(question.current_revision)
+    if doc.is_exercise:
+        # Reviewing an exercise is solving it again; a new pass reschedules its card.
+        return RedirectResponse(f"/exercises/{question.slug}", status_code=303)
     ctx = {**question_context(doc), "question": question, "token": new_form_token(),
            "due_count": count, "card": due[0].card,
            "action": f"/review/{question.slug}/answer", "revision_id": question.current_revision.id,

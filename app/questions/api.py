@@ -12,6 +12,7 @@ from app.questions import service
 from app.questions.models import Question
 from app.questions.schemas import (
     ChoiceOut,
+    ExerciseOut,
     KnobOut,
     QuestionOut,
     QuestionSummaryOut,
@@ -58,9 +59,17 @@ def get_question(slug: str, db_session: SessionDep) -> QuestionOut:
         for name, k in (doc.verify.knobs.items() if doc.verify else [])
     ]
     numeric = doc.effective_format == "numeric"
+    exercise = None
+    if doc.exercise is not None and doc.verify is not None:
+        exercise = ExerciseOut(
+            starter=doc.snippet_text or "", hints=list(doc.exercise.hints),
+            visible_checks=[e.label for e in doc.verify.expect if not e.hidden],
+            hidden_checks=sum(1 for e in doc.verify.expect if e.hidden),
+            run_url=f"/api/v1/exercises/{slug}/run")
     return QuestionOut(
         **_summary(question).model_dump(), revision=question.current_revision.number,
-        answer_format=doc.effective_format, prompt=doc.prompt,
+        answer_format="exercise" if doc.is_exercise else doc.effective_format, prompt=doc.prompt,
+        exercise=exercise,
         choices=[ChoiceOut(key=c.key, text=c.text) for c in doc.choices],
         unit=doc.answer.unit if numeric and doc.answer else None,
         tolerance=tolerance_text(doc) if numeric else None, trace=doc.trace, knobs=knobs,

@@ -207,8 +207,34 @@ def load_question_file(
                     BankError(str(snippet_path.relative_to(root)), "verify.snippet",
                               f"Python syntax error: {exc.msg}", exc.lineno)
                 )
+    exercise_files: dict[str, str] = {}
+    if doc.exercise is not None:
+        ex = doc.exercise
+        for field_name in ("solution_code", "harness_code"):
+            if getattr(ex, field_name) is not None:
+                errors.append(BankError(rel, f"exercise.{field_name}",
+                                        "is read from the file named beside it; do not write it",
+                                        _line_of(node, ("exercise", field_name))))
+        for field_name, file_name in (("solution", ex.solution), ("harness", ex.harness)):
+            if file_name is None:
+                continue
+            code_path = path.parent / file_name
+            if not code_path.is_file():
+                errors.append(BankError(rel, f"exercise.{field_name}",
+                                        f"file {file_name!r} not found beside it",
+                                        _line_of(node, ("exercise", field_name))))
+                continue
+            code = code_path.read_text(encoding="utf-8")
+            try:
+                compile(code, str(code_path), "exec")
+            except SyntaxError as exc:
+                errors.append(BankError(str(code_path.relative_to(root)), f"exercise.{field_name}",
+                                        f"Python syntax error: {exc.msg}", exc.lineno))
+            exercise_files[f"{field_name}_code"] = code
     if errors:
         return None, errors
+    if doc.exercise is not None:
+        doc = doc.model_copy(update={"exercise": doc.exercise.model_copy(update=exercise_files)})
     return doc.model_copy(update={"snippet_text": snippet_text}), []
 
 
@@ -283,8 +309,13 @@ _BlockDumper.add_representer(str, _str_representer)
 
 
 def dump_question_yaml(doc: QuestionDoc) -> str:
+    data = doc_to_data(doc)
+    if isinstance(data.get("exercise"), dict):
+        # The codes live in their own files (write_bank), as the author wrote them.
+        data["exercise"].pop("solution_code", None)
+        data["exercise"].pop("harness_code", None)
     return yaml.dump(
-        doc_to_data(doc), Dumper=_BlockDumper, sort_keys=False, allow_unicode=True, width=100
+        data, Dumper=_BlockDumper, sort_keys=False, allow_unicode=True, width=100
     )
 
 
@@ -312,4 +343,10 @@ def write_bank(
             snippet = folder / doc.verify.snippet
             snippet.write_text(doc.snippet_text, encoding="utf-8")
             written.append(snippet)
+        ex = doc.exercise
+        if ex is not None:
+            for file_name, code in ((ex.solution, ex.solution_code), (ex.harness, ex.harness_code)):
+                if file_name is not None and code is not None:
+                    (folder / file_name).write_text(code, encoding="utf-8")
+                    written.append(folder / file_name)
     return written
