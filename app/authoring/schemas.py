@@ -27,7 +27,7 @@ NEW_EXPECT = "- label: the run completes\n  outcome: ok\n"
 
 # Which form field a validation error belongs to, by its location in the document.
 _TOP_FIELDS = {"slug", "topic", "title", "tags", "difficulty", "type", "answer_format", "prompt",
-               "explanation", "choices", "answer", "trace"}
+               "explanation", "choices", "answer", "trace", "explained"}
 _VERIFY_FIELDS = {"knobs": "knobs", "expect": "expect", "audit": "audit",
                   "world_size": "world_size", "timeout_s": "timeout_s", "snippet": "snippet_file"}
 
@@ -81,6 +81,8 @@ class EditorForm:
     knobs: str = ""
     audit: str = "default"
     expect: str = NEW_EXPECT
+    # Choices no measurement can decide, with the reason (YAML mapping: key -> reason).
+    explained: str = ""
     note: str = ""
     base_revision_id: str = ""
     errors: dict[str, list[str]] = field(default_factory=dict)
@@ -98,6 +100,7 @@ class EditorForm:
             prompt=doc.prompt, explanation=doc.explanation,
             choices=[ChoiceRow(c.text, c.correct) for c in doc.choices],
             trace=_dump(data.get("trace")), snippet=doc.snippet_text or "",
+            explained=_dump(data.get("explained")) if doc.explained else "",
             base_revision_id=str(base_revision_id or ""),
         )
         if doc.answer is not None:
@@ -138,6 +141,7 @@ class EditorForm:
             snippet=get("snippet"), snippet_file=get("snippet_file").strip(),
             world_size=get("world_size", "2").strip(), timeout_s=get("timeout_s", "10").strip(),
             knobs=get("knobs"), audit=get("audit", "default"), expect=get("expect"),
+            explained=get("explained"),
             note=get("note").strip(), base_revision_id=get("base_revision_id").strip(),
         )
 
@@ -199,6 +203,9 @@ class EditorForm:
         trace = self._yaml("trace", self.trace)
         if trace is not None:
             data["trace"] = trace
+        explained = self._yaml("explained", self.explained)
+        if explained is not None:
+            data["explained"] = explained
         if self.snippet.strip():
             try:
                 compile(self.snippet, self.snippet_file or "snippet.py", "exec")

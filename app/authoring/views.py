@@ -136,6 +136,7 @@ def edit_question(
     editing = service.editing_revision(db_session=db_session, question=question)
     form = schemas.EditorForm.from_doc(revision_doc(editing), base_revision_id=editing.id)
     ctx = _editor_ctx(db_session, user, form, question)
+    ctx["binding_problems"] = gate.binding_problems(revision_doc(editing))
     ctx["message"] = {"1": f"Saved as revision {editing.number}.",
                       "same": "Nothing changed, so no revision was added."}.get(saved)
     return _page(request, "editor.html", ctx)
@@ -195,7 +196,8 @@ def preview_question(request: Request, raw: FormDep, _: CSRF) -> Response:
         form.slug = "preview"
     doc = form.to_doc()
     return _page(request, "_question_preview.html",
-                 {"doc": doc, "fmt": doc.effective_format if doc else "", "form": form})
+                 {"doc": doc, "fmt": doc.effective_format if doc else "", "form": form,
+                  "binding_problems": gate.binding_problems(doc) if doc else []})
 
 
 # Runs: Run now, the measured result, "expect this" -------------------------------------------

@@ -3,8 +3,11 @@
 One rule, used by the author's Publish button and by `ddpdrill bank verify`:
 plan the revision's audited knob combinations (the same cache keys either way),
 look up each combination's live run, check the expectations that apply to it,
-and pass only when every combination has a finished run whose checks all pass.
-Both write the outcome as a `Verdict` with the same shape.
+and pass only when every combination has a finished run whose checks all pass
+and the expectations are bound to the answer key without disagreement
+(`key_binding_problems`: each choice supported or ruled out by a measurement, or
+explained; a numeric key equal to the measured value). Both write the outcome as
+a `Verdict` with the same shape.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from app.questions.models import QuestionRevision
-from app.questions.schema import QuestionDoc
+from app.questions.schema import FieldError, QuestionDoc, key_binding_problems
 from app.questions.service import revision_doc
 from app.verify import service
 from app.verify.engine.result import RunResult
@@ -77,10 +80,13 @@ class Gate:
     torch_version: str
     combos: list[ComboCheck]
     has_snippet: bool
+    # Where the answer key and the expectations disagree (static: no run needed).
+    binding_problems: list[FieldError] = field(default_factory=list)
 
     @property
     def passed(self) -> bool:
-        return self.has_snippet and bool(self.combos) and all(c.passed for c in self.combos)
+        return (self.has_snippet and bool(self.combos) and not self.binding_problems
+                and all(c.passed for c in self.combos))
 
     @property
     def pending(self) -> bool:
@@ -96,6 +102,11 @@ class Gate:
             return "this question has no snippet; only an admin may publish it, with an override"
         if self.passed:
             return "every expectation passes on torch " + self.torch_version
+        if self.binding_problems:
+            n = len(self.binding_problems)
+            return (f"the answer key and the expectations disagree ({n} problem"
+                    f"{'' if n == 1 else 's'}): " + "; ".join(
+                        str(p) for p in self.binding_problems))
         missing = sum(1 for c in self.combos if c.run is None)
         if missing:
             return (f"{_combinations(missing)} not run on torch {self.torch_version} yet: "
@@ -108,6 +119,26 @@ class Gate:
 
 def _combinations(n: int) -> str:
     return f"{n} knob combination" + ("" if n == 1 else "s")
+
+
+def binding_required(doc: QuestionDoc) -> bool:
+    """Whether the gate holds this revision to its key binding.
+
+    The bank's questions are being annotated with bindings (supports, rules_out,
+    is_answer, explained) in one pass; a revision that carries none of them yet is
+    gated by its expectations alone, so the unannotated bank still verifies. A
+    revision that binds anything is held to all of it. When every question in
+    question_bank/ is annotated, this returns True for every question with a snippet.
+    """
+    if doc.explained:
+        return True
+    expect = doc.verify.expect if doc.verify is not None else []
+    return any(e.supports or e.rules_out or e.is_answer or e.facts for e in expect)
+
+
+def binding_problems(doc: QuestionDoc) -> list[FieldError]:
+    """The key-binding problems the gate holds this revision to (see binding_required)."""
+    return key_binding_problems(doc) if binding_required(doc) else []
 
 
 def plan(
@@ -145,7 +176,8 @@ def check(*, db_session: Session, revision: QuestionRevision, versions: tuple[st
         result = service.result_of(run) if run is not None else None
         checks = evaluate(doc.verify.expect, result, req.params, req.world_size) if result else []
         combos.append(ComboCheck(req.params, req.world_size, run, result, checks))
-    return Gate(revision.id, versions[0], combos, has_snippet=True)
+    return Gate(revision.id, versions[0], combos, has_snippet=True,
+                binding_problems=binding_problems(doc))
 
 
 def record(*, db_session: Session, gate: Gate) -> Verdict:
