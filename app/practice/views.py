@@ -7,19 +7,37 @@ import secrets
 import time
 from typing import Any
 
-from fastapi import APIRouter, HTTPException, Request
+from fastapi import APIRouter, BackgroundTasks, HTTPException, Request
 from fastapi.responses import RedirectResponse, Response
 from sqlalchemy.orm import Session
 from starlette.datastructures import FormData
 
-from app.deps import CSRF, CurrentLearner, FormDep, SessionDep, is_htmx
+from app.deps import (
+    CSRF,
+    CurrentLearner,
+    FormDep,
+    SessionDep,
+    SettingsDep,
+    client_ip,
+    is_htmx,
+    notify_workers,
+)
+from app.errors import RateLimited
 from app.practice import service
-from app.practice.grading import MULTI_RULE, InvalidAnswer, correct_answer, tolerance_text
+from app.practice.grading import (
+    MULTI_RULE,
+    InvalidAnswer,
+    correct_answer,
+    parse_number,
+    tolerance_text,
+)
 from app.practice.models import Quiz, QuizItem
 from app.questions import service as questions_service
 from app.questions.models import Question
 from app.questions.schema import QuestionDoc
 from app.templating import templates
+from app.verify import access, knobs
+from app.verify.models import RUN_DONE
 from app.verify.service import latest_verdict
 
 router = APIRouter(include_in_schema=False)
@@ -54,10 +72,24 @@ def question_context(doc: QuestionDoc) -> dict[str, Any]:
             "tolerance": tolerance_text(doc) if doc.effective_format == "numeric" else ""}
 
 
-def graded_context(doc: QuestionDoc, answer: Any, score: float, correct: bool) -> dict[str, Any]:
-    """The graded state: now the answer key and the explanation may be shown."""
+def graded_context(
+    doc: QuestionDoc, answer: Any, score: float, correct: bool, typed: Any = None,
+) -> dict[str, Any]:
+    """The graded state: now the answer key and the explanation may be shown.
+
+    `typed` is the text the learner sent, when it was just sent: a number typed with a
+    comma is graded as the page then says (1,75 -> 1.75)."""
     return {**question_context(doc), "graded": True, "answer": answer, "score": score,
-            "correct": correct, "key": correct_answer(doc)}
+            "correct": correct, "key": correct_answer(doc), "reading": _reading(doc, typed)}
+
+
+def _reading(doc: QuestionDoc, typed: Any) -> str | None:
+    if doc.effective_format != "numeric" or not isinstance(typed, str):
+        return None
+    try:
+        return parse_number(typed)[1]
+    except ValueError:
+        return None
 
 
 def read_answer(form: FormData, fmt: str) -> tuple[Any, str | None]:
@@ -87,21 +119,44 @@ def question_page(request: Request, slug: str, db_session: SessionDep) -> Respon
     return templates.TemplateResponse(request, "questions/question.html", ctx)
 
 
+def _predicted_run(
+    request: Request, background: BackgroundTasks, db_session: SessionDep, settings: SettingsDep,
+    learner_id: str, doc: QuestionDoc, form: FormData,
+) -> dict[str, Any]:
+    """Run it after a prediction: the run's panel context, or the reason it could not start."""
+    assert doc.verify is not None
+    try:
+        run, cached = access.start_run(
+            db_session=db_session, slug=doc.slug, params=knobs.from_form(doc.verify, form),
+            learner_id=learner_id, client_ip=client_ip(request),
+            limit_per_minute=settings.verify_rate_per_minute)
+    except (knobs.InvalidKnob, RateLimited) as exc:
+        return {"run_error": str(exc)}
+    if run.status != RUN_DONE:
+        background.add_task(notify_workers, request)
+    panel = access.run_panel(db_session=db_session, run=run, learner_id=learner_id,
+                             slug=doc.slug, prev_id=None)
+    return {"first_run": {**panel.context(), "cached": cached, "prev_id": None}}
+
+
 @router.post("/questions/{slug}/answer")
 def answer_page(
-    request: Request, slug: str, form: FormDep, db_session: SessionDep, learner_id: CurrentLearner,
-    _: CSRF,
+    request: Request, slug: str, form: FormDep, background: BackgroundTasks, db_session: SessionDep,
+    settings: SettingsDep, learner_id: CurrentLearner, _: CSRF,
 ) -> Response:
     question = _published_or_404(db_session, slug)
     assert question.current_revision is not None
     doc = questions_service.revision_doc(question.current_revision)
     raw, token = read_answer(form, doc.effective_format)
-    base = {"question": question, "action": f"/questions/{slug}/answer"}
+    base = {"question": question, "action": f"/questions/{slug}/answer",
+            "revision_id": question.current_revision.id}
+    # "Run it" before answering: the answer is the learner's prediction, graded first.
+    then_run = (form.get("then_run") == "1" or request.query_params.get("then_run") == "1")
     try:
         _attempt, grade = service.answer_question(
             db_session=db_session, learner_id=learner_id, question=question, raw_answer=raw,
             token=token, time_taken_ms=time_taken_ms(token))
-        ctx = {**base, **graded_context(doc, grade.answer, grade.score, grade.correct)}
+        ctx = {**base, **graded_context(doc, grade.answer, grade.score, grade.correct, raw)}
         status = 200
     except service.AlreadyAnswered as exc:
         prior = exc.attempt
@@ -109,9 +164,13 @@ def answer_page(
                "notice": "This answer was already submitted; the first submission counts."}
         status = 409
     except InvalidAnswer as exc:
-        ctx = {**base, **question_context(doc), "error": str(exc), "token": token,
+        message = f"Predict first: {exc}." if then_run else str(exc)
+        ctx = {**base, **question_context(doc), "error": message, "token": token,
                "previous": raw}
         status = 422
+    if then_run and ctx.get("graded") and doc.verify is not None:
+        ctx["predicted"] = True
+        ctx.update(_predicted_run(request, background, db_session, settings, learner_id, doc, form))
     if is_htmx(request):
         # The graded fragment also swaps the Verify panel (out of band) into its answered form.
         ctx["oob_panel"] = True
@@ -179,6 +238,8 @@ def _item_context(db_session: Session, quiz: Quiz, item: QuizItem, total: int) -
                          else f"/quizzes/{quiz.id}/summary"),
             # Verify runs the revision this quiz is pinned to, not a newer one.
             "revision_id": item.revision_id,
+            # In a quiz the run comes after the answer: never run to peek.
+            "answer_first": True,
             "verdict": latest_verdict(db_session=db_session, revision_id=item.revision_id)}
     if view.attempt is not None:
         a = view.attempt
@@ -228,7 +289,7 @@ def quiz_answer(
     try:
         _attempt, grade = service.answer_item(db_session=db_session, learner_id=learner_id,
                                              item=item, raw_answer=raw)
-        ctx.update(graded_context(ctx["doc"], grade.answer, grade.score, grade.correct))
+        ctx.update(graded_context(ctx["doc"], grade.answer, grade.score, grade.correct, raw))
     except service.AlreadyAnswered as exc:
         a = exc.attempt
         ctx.update(graded_context(ctx["doc"], a.answer, a.score, a.correct))

@@ -151,6 +151,7 @@ def torchrun_download(slug: str, request: Request, db_session: SessionDep) -> Re
         raise HTTPException(404, "This question has no snippet to run.")
     world_size, params = knobs.resolve(doc.verify, knobs.from_form(doc.verify, request.query_params))
     script = torchrun_script(slug=slug, title=doc.title, snippet=doc.snippet_text,
-                             world_size=world_size, params=params)
+                             world_size=world_size, params=params,
+                             timeout_s=doc.verify.timeout_s)
     return PlainTextResponse(script, media_type="text/x-python", headers={
         "Content-Disposition": f'attachment; filename="{slug}.py"'})
