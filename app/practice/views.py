@@ -108,12 +108,24 @@ def _published_or_404(db_session: Any, slug: str) -> Question:
     return question
 
 
+def _topic_nav(db_session: Session, question: Question) -> dict[str, Any]:
+    """The question's topic (for the back link) and the next question in it, if any."""
+    in_topic = questions_service.list_published(db_session=db_session, topics=[question.topic])
+    slugs = [q.slug for q in in_topic]
+    position = slugs.index(question.slug) if question.slug in slugs else -1
+    following = in_topic[position + 1] if 0 <= position < len(in_topic) - 1 else None
+    return {"topic": questions_service.get_topic(db_session=db_session, slug=question.topic),
+            "next_question": following, "topic_position": position + 1,
+            "topic_count": len(in_topic)}
+
+
 @router.get("/questions/{slug}")
 def question_page(request: Request, slug: str, db_session: SessionDep) -> Response:
     question = _published_or_404(db_session, slug)
     assert question.current_revision is not None
     doc = questions_service.revision_doc(question.current_revision)
-    ctx = {**question_context(doc), "question": question, "token": new_form_token(),
+    ctx = {**question_context(doc), **_topic_nav(db_session, question), "question": question,
+           "token": new_form_token(),
            "action": f"/questions/{slug}/answer", "revision_id": question.current_revision.id,
            "verdict": latest_verdict(db_session=db_session, revision_id=question.current_revision.id)}
     return templates.TemplateResponse(request, "questions/question.html", ctx)
@@ -149,7 +161,7 @@ def answer_page(
     doc = questions_service.revision_doc(question.current_revision)
     raw, token = read_answer(form, doc.effective_format)
     base = {"question": question, "action": f"/questions/{slug}/answer",
-            "revision_id": question.current_revision.id}
+            "revision_id": question.current_revision.id, **_topic_nav(db_session, question)}
     # "Run it" before answering: the answer is the learner's prediction, graded first.
     then_run = (form.get("then_run") == "1" or request.query_params.get("then_run") == "1")
     try:
@@ -212,7 +224,14 @@ def start_quiz(
         quiz = service.start_quiz(db_session=db_session, learner_id=learner_id, topics=topics,
                                   difficulty=difficulty, count=count or DEFAULT_QUIZ_LENGTH)
     except service.NoQuestions:
-        raise HTTPException(422, "No published question matches those topics and difficulty.") from None
+        # The home page again, with the learner's choices kept and the reason on the form.
+        summaries = questions_service.topic_summaries(db_session=db_session)
+        return templates.TemplateResponse(request, "questions/home.html", {
+            "summaries": summaries, "total": sum(s.count for s in summaries),
+            "quiz_error": "No published question matches those topics and difficulty; "
+                          "tick more topics or pick another difficulty.",
+            "picked": {"topics": topics, "difficulty": difficulty,
+                       "count": count or DEFAULT_QUIZ_LENGTH}}, status_code=422)
     return RedirectResponse(f"/quizzes/{quiz.id}/1", status_code=303)
 
 

@@ -154,7 +154,8 @@ def test_copy_as_torchrun_script_puts_the_wrapped_snippet_on_the_clipboard(
         page.get_by_role("button", name="Copy as a torchrun script").click()
         page.locator(".copy-status", has_text="Copied").wait_for()
         copied = page.evaluate("navigator.clipboard.readText()")
-        assert "dist.init_process_group(\"gloo\")" in copied
+        assert "dist.init_process_group(\"gloo\", timeout=" in copied
+        assert "_set_pg_timeout(timedelta(seconds=TIMEOUT_S))" in copied
         assert '{"world_size": 3}' in copied
         assert "knob.world_size=3" in page.locator(".torchrun-download").get_attribute("href")
     finally:
