@@ -120,12 +120,17 @@ def _topic_nav(db_session: Session, question: Question) -> dict[str, Any]:
 
 
 @router.get("/questions/{slug}")
-def question_page(request: Request, slug: str, db_session: SessionDep) -> Response:
+def question_page(
+    request: Request, slug: str, db_session: SessionDep, learner_id: CurrentLearner,
+) -> Response:
     question = _published_or_404(db_session, slug)
     assert question.current_revision is not None
     doc = questions_service.revision_doc(question.current_revision)
     ctx = {**question_context(doc), **_topic_nav(db_session, question), "question": question,
            "token": new_form_token(),
+           # Someone who has answered before has made their prediction: Verify is open.
+           "answered_before": service.has_answered(db_session=db_session, learner_id=learner_id,
+                                                   question_id=question.id),
            "action": f"/questions/{slug}/answer", "revision_id": question.current_revision.id,
            "verdict": latest_verdict(db_session=db_session, revision_id=question.current_revision.id)}
     return templates.TemplateResponse(request, "questions/question.html", ctx)
