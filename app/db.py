@@ -1,4 +1,7 @@
-"""Engine and sessions: SQLite with WAL, foreign keys and a busy timeout, or PostgreSQL."""
+"""Engine and sessions: SQLite with WAL, foreign keys and a busy timeout, or PostgreSQL.
+
+Making an engine or a session factory registers every model (see register_models).
+"""
 
 from __future__ import annotations
 
@@ -59,8 +62,22 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.close()
 
 
+def register_models() -> None:
+    """Import every model (the list is app.models), so the metadata knows every table.
+
+    A foreign key or relationship to a model nobody imported fails only when it is
+    first used ("NoReferencedTableError: ... users"), and which models happen to be
+    imported depends on the entry point: a CLI command that touched one domain
+    crashed where the web app, which imports all of them, did not. Every engine and
+    session factory is made here, so calling this from both covers every entry point.
+    Imported lazily because app.models imports the models, which import this module.
+    """
+    import app.models  # noqa: F401
+
+
 def make_engine(url: str) -> Engine:
     """An engine for the URL, with SQLite's pragmas applied to every connection."""
+    register_models()
     if url.startswith("sqlite"):
         engine = create_engine(
             url, connect_args={"check_same_thread": False, "timeout": SQLITE_BUSY_TIMEOUT_MS / 1000}
@@ -83,6 +100,7 @@ def make_engine(url: str) -> Engine:
 
 
 def make_sessionmaker(engine: Engine) -> sessionmaker[Session]:
+    register_models()
     return sessionmaker(bind=engine, expire_on_commit=False)
 
 

@@ -1,5 +1,5 @@
 """Typed dependencies shared by the views: the request's session, the learner, the signed-in
-user, the parsed form, CSRF and the client's address."""
+user, the clock, the parsed form, CSRF and the client's address."""
 
 from __future__ import annotations
 
@@ -13,8 +13,10 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app.accounts.models import User
 from app.accounts.sessions import read_session
+from app.clock import Clock
 from app.csrf import require_csrf
 from app.db import session_scope
+from app.practice.learners import account_learner_id
 from app.settings import Settings
 
 
@@ -22,11 +24,6 @@ def get_session(request: Request) -> Iterator[Session]:
     """One transaction per request: committed when the view returns, rolled back on error."""
     with session_scope(request.app.state.sessionmaker) as session:
         yield session
-
-
-def get_learner_id(request: Request) -> str:
-    """The anonymous learner's id from the signed cookie (set by LearnerCookieMiddleware)."""
-    return str(request.state.learner_id)
 
 
 def get_settings_dep(request: Request) -> Settings:
@@ -45,10 +42,16 @@ async def read_form(request: Request) -> AsyncIterator[FormData]:
         await form.close()
 
 
+def get_clock(request: Request) -> Clock:
+    """The app's one clock (app/clock.py): what "now" is for reviews and due cards."""
+    clock: Clock = request.app.state.clock
+    return clock
+
+
 # scope="function" commits before the response is sent, so a failed commit is an error
 # the client sees rather than a success that silently lost its data.
 SessionDep = Annotated[Session, Depends(get_session, scope="function")]
-CurrentLearner = Annotated[str, Depends(get_learner_id)]
+ClockDep = Annotated[Clock, Depends(get_clock)]
 SettingsDep = Annotated[Settings, Depends(get_settings_dep)]
 FormDep = Annotated[FormData, Depends(read_form)]
 # Add to every state-changing route: `_: CSRF`; tests enumerate routes to check it.
@@ -79,9 +82,11 @@ class LoginRequired(StarletteHTTPException):
 
 
 def require_author(user: Annotated[User | None, Depends(current_user)]) -> User:
-    """Any signed-in author or admin."""
+    """Any signed-in author or admin; a learner account gets 403."""
     if user is None:
         raise LoginRequired()
+    if not user.is_staff:
+        raise HTTPException(403, "This page is for question authors; your account is a learner's.")
     return user
 
 
@@ -95,6 +100,30 @@ def require_admin(user: Annotated[User, Depends(require_author)]) -> User:
 OptionalUser = Annotated[User | None, Depends(current_user)]
 AuthorUser = Annotated[User, Depends(require_author)]
 AdminUser = Annotated[User, Depends(require_admin)]
+
+
+def get_learner_id(request: Request, db_session: SessionDep, user: OptionalUser) -> str:
+    """Whose practice this request is: a signed-in learner account's own learner identity
+    (the same on every device), else the browser's anonymous one from the signed cookie
+    (set by LearnerCookieMiddleware). Authors practise as their browser's identity."""
+    if user is not None and user.is_learner:
+        return account_learner_id(db_session=db_session, user_id=user.id)
+    return str(request.state.learner_id)
+
+
+CurrentLearner = Annotated[str, Depends(get_learner_id)]
+
+
+def require_learner_account(user: OptionalUser) -> User:
+    """A signed-in learner account (the account pages); others are sent to sign in."""
+    if user is None:
+        raise LoginRequired()
+    if not user.is_learner:
+        raise HTTPException(403, "This page is for learner accounts; authors have /author.")
+    return user
+
+
+LearnerUser = Annotated[User, Depends(require_learner_account)]
 
 
 def client_ip(request: Request) -> str:

@@ -13,6 +13,18 @@ LEARNER_COOKIE = "ddpdrill_learner"
 LEARNER_COOKIE_MAX_AGE = 365 * 24 * 3600
 
 
+def signed_learner(secret_key: str, learner_id: str) -> str:
+    """The cookie value that names this learner."""
+    return str(URLSafeSerializer(secret_key, salt="learner").dumps(learner_id))
+
+
+def fresh_learner_cookie(secret_key: str) -> tuple[str, str]:
+    """(new learner id, its cookie value): a browser that signs out of a learner account, or
+    deletes it, gets a new anonymous identity, so the next person at it sees nothing of theirs."""
+    learner = str(uuid.uuid4())
+    return learner, signed_learner(secret_key, learner)
+
+
 class LearnerCookieMiddleware:
     """Gives every visitor a signed learner id, reusing a valid one from the cookie."""
 

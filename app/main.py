@@ -17,6 +17,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app.accounts import views as accounts_views
 from app.authoring import views as authoring_views
+from app.clock import Clock
 from app.db import make_engine, make_sessionmaker
 from app.deps import LoginRequired
 from app.errors import NotFound, RateLimited
@@ -30,6 +31,7 @@ from app.render.markdown import pygments_css
 from app.settings import Settings, get_settings
 from app.templating import STATIC_DIR, templates
 from app.verify import views as verify_views
+from app.verify.engine import sandbox_status
 from app.verify.knobs import InvalidKnob
 from app.verify.worker import WorkerPool
 
@@ -37,12 +39,12 @@ from app.verify.worker import WorkerPool
 SWAGGER_UI = "/static/vendor/swagger-ui-5.35.0"
 
 
-def _warm_engine() -> None:
+def _warm_engine(sandbox: bool) -> None:
     try:
         from app.verify.engine import get_engine
 
         # One trivial run forks the forkserver and imports torch in it.
-        get_engine().run("pass", world_size=1)
+        get_engine(sandbox=sandbox).run("pass", world_size=1)
     except Exception:  # the first run will start it, or report the failure
         logging.getLogger("ddpdrill").exception("warming the verify engine failed")
 
@@ -54,6 +56,13 @@ def _wants_json(request: Request) -> bool:
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or get_settings()
     engine = make_engine(settings.resolved_database_url)
+    # Said once, at start-up, before any run: whether snippets will be confined.
+    sandbox, sandbox_message = sandbox_status(settings.sandbox)
+    log = logging.getLogger("ddpdrill")
+    if sandbox == "on":
+        log.info(sandbox_message)
+    else:
+        log.error(sandbox_message)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -62,7 +71,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             pool = WorkerPool(app.state.sessionmaker, settings, settings.workers)
             app.state.worker_pool = pool
             # Start the warm rank pool now, so the first Verify does not pay for it.
-            threading.Thread(target=_warm_engine, name="engine-warmup", daemon=True).start()
+            threading.Thread(target=_warm_engine, args=(settings.sandbox,), name="engine-warmup",
+                             daemon=True).start()
             pool.start()
         yield
         if pool is not None:
@@ -72,6 +82,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app = FastAPI(title="DDP Drill", version="0.1.0", lifespan=lifespan,
                   docs_url=None, redoc_url=None, openapi_url="/api/v1/openapi.json")
     app.state.settings = settings
+    # One clock for the learning loop; tests replace it (app.state.clock = FixedClock(...)).
+    app.state.clock = Clock(settings.clock_offset_file)
     app.state.engine = engine
     app.state.sessionmaker = make_sessionmaker(engine)
     app.add_middleware(LearnerCookieMiddleware, secret_key=settings.resolved_secret_key())
@@ -82,6 +94,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.mount("/static", StaticFiles(directory=str(STATIC_DIR)), name="static")
     app.include_router(questions_api.router)
     app.include_router(practice_api.router)
+    app.include_router(practice_api.learning)
     app.include_router(verify_views.api)
     app.include_router(verify_views.router)
     app.include_router(questions_views.router)
@@ -113,7 +126,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     def healthz() -> dict[str, str]:
         with app.state.sessionmaker() as session:
             session.connection().exec_driver_sql("SELECT 1")
-        return {"status": "ok"}
+        # "unavailable": pages work but Verify refuses to run snippets.
+        return {"status": "ok", "sandbox": sandbox}
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> Response:

@@ -42,8 +42,20 @@ class Settings(BaseSettings):
     verify_memory_bytes: int = 3 * 1024**3
     verify_cpu_seconds: int = 30
     verify_output_bytes: int = 64 * 1024
+    verify_processes: int = 128
+    verify_scratch_bytes: int = 64 * 1024**2
+    # Run snippets inside the namespace sandbox (docs/sandbox.md). Off only by choice.
+    sandbox: bool = True
 
     login_attempts_per_minute: int = 10
+
+    # Learner accounts one client address may create per hour.
+    signups_per_hour: int = 10
+    # Problem reports one learner may file per hour.
+    reports_per_hour: int = 10
+    # Test-only: a file holding seconds to add to the clock (app/clock.py). Never set it in
+    # production: anyone who can write the file moves every learner's review schedule.
+    clock_offset_file: Path | None = None
 
     _generated_key: str | None = PrivateAttr(default=None)
 

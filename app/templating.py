@@ -7,6 +7,7 @@ from pathlib import Path
 from fastapi.templating import Jinja2Templates
 
 from app.csrf import csrf_token
+from app.practice.models import CONFIDENCE_LEVELS, REPORT_KINDS
 from app.render.markdown import highlight_code, render_inline, render_markdown
 from app.render.runs import (
     bucket_iterations,
@@ -23,6 +24,8 @@ TEMPLATES_DIR = Path(__file__).resolve().parent.parent / "templates"
 STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
 
 DIFFICULTY_NAMES = {1: "warm-up", 2: "core", 3: "deep"}
+FORMAT_NAMES = {"single": "one answer", "multi": "several answers", "numeric": "a number",
+                "trace": "read a trace"}
 
 
 def _ms(value: float | int | None) -> str:
@@ -53,6 +56,9 @@ def make_templates() -> Jinja2Templates:
     # Compact JSON for showing measured values, and the knob codec's form values (the same text).
     env.filters["tojson_compact"] = knobs.encode
     env.globals["difficulty_names"] = DIFFICULTY_NAMES
+    env.globals["format_names"] = FORMAT_NAMES
+    env.globals["report_kinds"] = REPORT_KINDS
+    env.globals["confidence_levels"] = CONFIDENCE_LEVELS
     return templates
 
 

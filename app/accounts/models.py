@@ -1,4 +1,4 @@
-"""Accounts (learners to come, authors, admins), failed sign-ins and the audit log."""
+"""Accounts (learners, authors, admins), failed sign-ins and the audit log."""
 
 from __future__ import annotations
 
@@ -10,9 +10,12 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from app.db import Base, utcnow
 
+ROLE_LEARNER = "learner"
 ROLE_AUTHOR = "author"
 ROLE_ADMIN = "admin"
-ROLES = (ROLE_AUTHOR, ROLE_ADMIN)
+ROLES = (ROLE_LEARNER, ROLE_AUTHOR, ROLE_ADMIN)
+# The roles that may reach /author (and, for admins, /admin); a learner account never does.
+STAFF_ROLES = (ROLE_AUTHOR, ROLE_ADMIN)
 
 
 class User(Base):
@@ -31,6 +34,14 @@ class User(Base):
     @property
     def is_admin(self) -> bool:
         return self.role == ROLE_ADMIN
+
+    @property
+    def is_staff(self) -> bool:
+        return self.role in STAFF_ROLES
+
+    @property
+    def is_learner(self) -> bool:
+        return self.role == ROLE_LEARNER
 
 
 class AuditEntry(Base):

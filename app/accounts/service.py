@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session
 from app.accounts.models import ROLES, AuditEntry, LoginAttempt, User
 from app.accounts.passwords import burn_verify, hash_password, verify_and_update
 from app.db import utcnow
+from app.errors import RateLimited
 
 USERNAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$")
 # Long enough that guessing within the login rate limit is hopeless.
@@ -24,6 +25,10 @@ MIN_PASSWORD_LENGTH = 10
 LOGIN_WINDOW_SECONDS = 60
 # Failed-login rows older than this are deleted on the next login.
 LOGIN_ATTEMPT_RETENTION = timedelta(hours=1)
+# Sign-ups are counted per client address in the failed-login table under this name, which
+# no account can have (a username starts with a letter or digit). Window: the retention.
+SIGNUP_KEY = "~signup"
+SIGNUP_WINDOW_SECONDS = int(LOGIN_ATTEMPT_RETENTION.total_seconds())
 
 
 class AccountError(ValueError):
@@ -155,6 +160,23 @@ def failed_logins(*, db_session: Session, username: str, client_ip: str, seconds
             LoginAttempt.username == username.lower()[:64], LoginAttempt.client_ip == client_ip[:64],
             LoginAttempt.created_at >= since)
     ) or 0)
+
+
+def check_signup_rate(*, db_session: Session, client_ip: str, limit: int) -> None:
+    """Count a sign-up from this address; RateLimited once `limit` were made in the hour.
+
+    Each sign-up hashes a password (argon2, deliberately slow), so sign-ups are throttled
+    per address like failed sign-ins, in the same table, across web processes.
+    """
+    made = failed_logins(db_session=db_session, username=SIGNUP_KEY, client_ip=client_ip,
+                         seconds=SIGNUP_WINDOW_SECONDS)
+    if made >= limit:
+        audit(db_session=db_session, user=None, actor="-", action="signup.limited",
+              detail={"ip": client_ip})
+        raise RateLimited("Too many new accounts from this address; try again in an hour.",
+                          retry_after_s=SIGNUP_WINDOW_SECONDS)
+    db_session.add(LoginAttempt(username=SIGNUP_KEY, client_ip=client_ip[:64]))
+    db_session.flush()
 
 
 def authenticate(

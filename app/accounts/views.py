@@ -1,7 +1,9 @@
-"""Sign-in and sign-out, and the admin's pages for accounts and the audit log."""
+"""Sign-in and sign-out, learner sign-up and the learner's account page (download all data,
+delete the account), and the admin's pages for accounts and the audit log."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 from urllib.parse import quote, urlsplit
 
@@ -14,7 +16,9 @@ from app.accounts.sessions import clear_session_cookie, set_session_cookie
 from app.deps import (
     CSRF,
     AdminUser,
+    CurrentLearner,
     FormDep,
+    LearnerUser,
     OptionalUser,
     SessionDep,
     SettingsDep,
@@ -22,6 +26,9 @@ from app.deps import (
     is_htmx,
     require_admin,
 )
+from app.errors import RateLimited
+from app.identity import LEARNER_COOKIE, LEARNER_COOKIE_MAX_AGE, fresh_learner_cookie
+from app.practice import learners, reports
 from app.templating import templates
 
 router = APIRouter(include_in_schema=False)
@@ -80,18 +87,105 @@ def login(
         return _page(request, "login.html",
                      {**ctx, "error": "That username and password do not match an active account."},
                      status=401)
+    if result.user.is_learner and (target.startswith(("/author", "/admin"))):
+        target = "/account"
     response = RedirectResponse(target, status_code=303)
     set_session_cookie(response, request, result.user)
     return response
 
 
+def _new_anonymous_identity(response: Response, request: Request) -> None:
+    _learner, value = fresh_learner_cookie(request.app.state.settings.resolved_secret_key())
+    response.set_cookie(LEARNER_COOKIE, value, max_age=LEARNER_COOKIE_MAX_AGE, path="/",
+                        httponly=True, samesite="lax", secure=request.url.scheme == "https")
+
+
 @router.post("/logout")
 def logout(request: Request, db_session: SessionDep, user: OptionalUser, _: CSRF) -> Response:
+    was_learner = user is not None and user.is_learner
     if user is not None:
         # Signing out ends every session of this user, so a copied cookie dies too.
         service.sign_out(db_session=db_session, user=user)
     response = RedirectResponse("/", status_code=303)
     clear_session_cookie(response, request)
+    if was_learner:
+        # The browser's identity may be the one the account claimed at sign-up.
+        _new_anonymous_identity(response, request)
+    return response
+
+
+# Learner accounts ----------------------------------------------------------------------
+
+
+def _account_page(request: Request, name: str, ctx: dict[str, Any], status: int = 200,
+                  **kw: Any) -> Response:
+    return templates.TemplateResponse(request, f"accounts/{name}", ctx, status_code=status, **kw)
+
+
+@router.get("/signup")
+def signup_page(request: Request, user: OptionalUser) -> Response:
+    return _account_page(request, "signup.html", {"user": user, "username": ""})
+
+
+@router.post("/signup")
+def signup(request: Request, form: FormDep, db_session: SessionDep, user: OptionalUser,
+           settings: SettingsDep, _: CSRF) -> Response:
+    username = str(form.get("username") or "").strip()[:64]
+    password = str(form.get("password") or "")
+    if user is not None:
+        return _account_page(request, "signup.html",
+                             {"user": user, "username": username,
+                              "error": "You are signed in already; sign out to make another account."},
+                             status=409)
+    try:
+        done = learners.sign_up(db_session=db_session, username=username, password=password,
+                                browser_learner_id=str(request.state.learner_id),
+                                client_ip=client_ip(request), per_hour=settings.signups_per_hour)
+    except service.AccountError as exc:
+        return _account_page(request, "signup.html",
+                             {"user": None, "username": username, "error": str(exc)}, status=422)
+    except RateLimited as exc:
+        return _account_page(request, "signup.html",
+                             {"user": None, "username": username, "error": str(exc)}, status=429,
+                             headers={"Retry-After": str(exc.retry_after_s)})
+    response = RedirectResponse("/account?welcome=1", status_code=303)
+    set_session_cookie(response, request, done.user)
+    return response
+
+
+def _account_ctx(db_session: Any, user: User, learner_id: str) -> dict[str, Any]:
+    return {"user": user, "history": learners.history(db_session=db_session, learner_id=learner_id),
+            "reports": reports.my_reports(db_session=db_session, learner_id=learner_id)}
+
+
+@router.get("/account")
+def account_page(request: Request, db_session: SessionDep, user: LearnerUser,
+                 learner_id: CurrentLearner, welcome: str = "") -> Response:
+    return _account_page(request, "account.html",
+                         {**_account_ctx(db_session, user, learner_id), "welcome": bool(welcome)})
+
+
+@router.get("/account/export.json")
+def export_account(db_session: SessionDep, user: LearnerUser,
+                   learner_id: CurrentLearner) -> Response:
+    data = learners.export_data(db_session=db_session, user=user, learner_id=learner_id)
+    return Response(json.dumps(data, indent=2, ensure_ascii=False), media_type="application/json",
+                    headers={"Content-Disposition":
+                             f'attachment; filename="ddpdrill-{user.username}.json"'})
+
+
+@router.post("/account/delete")
+def delete_account(request: Request, form: FormDep, db_session: SessionDep, user: LearnerUser,
+                   learner_id: CurrentLearner, _: CSRF) -> Response:
+    if str(form.get("confirm") or "").strip() != user.username:
+        return _account_page(request, "account.html",
+                             {**_account_ctx(db_session, user, learner_id),
+                              "error": "Type your username to confirm deleting the account."},
+                             status=422)
+    counts = learners.delete_account(db_session=db_session, user=user)
+    response = _account_page(request, "deleted.html", {"user": None, "counts": counts})
+    clear_session_cookie(response, request)
+    _new_anonymous_identity(response, request)
     return response
 
 

@@ -1,4 +1,4 @@
-"""Learners, quizzes and attempts."""
+"""Learners, quizzes and attempts (each attempt schedules its FSRS card, see review.py)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,9 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from app.db import utcnow
+from app.practice import review
 from app.practice.grading import Grade, grade
-from app.practice.models import Attempt, Learner, Quiz, QuizItem
+from app.practice.models import CONFIDENCE_LEVELS, Attempt, Learner, Quiz, QuizItem
 from app.questions.models import Question, QuestionRevision, Topic
 from app.questions.schema import QuestionDoc
 from app.questions.service import list_published, revision_doc
@@ -53,11 +54,14 @@ def start_quiz(
     topics: list[str],
     difficulty: int | None,
     count: int,
+    types: list[str] | None = None,
     rng: random.Random | None = None,
 ) -> Quiz:
-    """A new quiz of up to `count` random published questions, pinned to their current revisions."""
+    """A new quiz of up to `count` random published questions (of these formats, if given),
+    pinned to their current revisions."""
     ensure_learner(db_session=db_session, learner_id=learner_id)
-    pool = list_published(db_session=db_session, topics=topics or None, difficulty=difficulty)
+    pool = list_published(db_session=db_session, topics=topics or None, difficulty=difficulty,
+                          types=types or None)
     if not pool:
         raise NoQuestions
     rng = rng or random.Random()
@@ -120,6 +124,11 @@ def _elapsed_ms(since: datetime | None) -> int | None:
     return max(0, int((utcnow() - since).total_seconds() * 1000))
 
 
+def clean_confidence(value: object) -> str | None:
+    """A confidence level, or None for anything else (the control is optional)."""
+    return value if isinstance(value, str) and value in CONFIDENCE_LEVELS else None
+
+
 def _insert_attempt(db_session: Session, attempt: Attempt) -> None:
     with db_session.begin_nested():
         db_session.add(attempt)
@@ -127,9 +136,11 @@ def _insert_attempt(db_session: Session, attempt: Attempt) -> None:
 
 
 def answer_item(
-    *, db_session: Session, learner_id: str, item: QuizItem, raw_answer: Any
+    *, db_session: Session, learner_id: str, item: QuizItem, raw_answer: Any,
+    confidence: str | None = None, now: datetime | None = None,
 ) -> tuple[Attempt, Grade]:
-    """Grade and store the first answer to a quiz item; a later one raises AlreadyAnswered."""
+    """Grade and store the first answer to a quiz item and schedule its review card; a later
+    answer raises AlreadyAnswered. `now` is the clock's time (app/clock.py)."""
     existing = db_session.scalar(select(Attempt).where(Attempt.quiz_item_id == item.id))
     if existing is not None:
         raise AlreadyAnswered(existing)
@@ -139,7 +150,8 @@ def answer_item(
     attempt = Attempt(
         learner_id=learner_id, question_id=item.question_id, revision_id=item.revision_id,
         quiz_item_id=item.id, answer=result.answer, score=result.score, correct=result.correct,
-        time_taken_ms=_elapsed_ms(item.shown_at),
+        time_taken_ms=_elapsed_ms(item.shown_at), confidence=clean_confidence(confidence),
+        created_at=now or utcnow(),
     )
     try:
         _insert_attempt(db_session, attempt)
@@ -148,6 +160,8 @@ def answer_item(
         winner = db_session.scalar(select(Attempt).where(Attempt.quiz_item_id == item.id))
         assert winner is not None
         raise AlreadyAnswered(winner) from None
+    review.record_review(db_session=db_session, attempt=attempt, confidence=attempt.confidence,
+                         now=now or utcnow())
     return attempt, result
 
 
@@ -168,8 +182,11 @@ def answer_question(
     raw_answer: Any,
     token: str | None,
     time_taken_ms: int | None = None,
+    confidence: str | None = None,
+    now: datetime | None = None,
 ) -> tuple[Attempt, Grade]:
-    """Grade and store a standalone attempt; replaying the same token returns the first one."""
+    """Grade and store a standalone attempt and schedule its review card; replaying the same
+    token returns the first one. `now` is the clock's time (app/clock.py)."""
     ensure_learner(db_session=db_session, learner_id=learner_id)
     if token:
         token = replay_key(learner_id=learner_id, question_id=question.id, token=token)
@@ -182,7 +199,8 @@ def answer_question(
     attempt = Attempt(
         learner_id=learner_id, question_id=question.id, revision_id=revision.id, token=token,
         answer=result.answer, score=result.score, correct=result.correct,
-        time_taken_ms=time_taken_ms,
+        time_taken_ms=time_taken_ms, confidence=clean_confidence(confidence),
+        created_at=now or utcnow(),
     )
     try:
         _insert_attempt(db_session, attempt)
@@ -191,6 +209,8 @@ def answer_question(
         if winner is None:
             raise
         raise AlreadyAnswered(winner) from None
+    review.record_review(db_session=db_session, attempt=attempt, confidence=attempt.confidence,
+                         now=now or utcnow())
     return attempt, result
 
 

@@ -5,6 +5,7 @@ The routes are enumerated from the app, so a route added later is checked too.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -14,8 +15,11 @@ from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.csrf import require_csrf
-from app.db import session_scope
+from app.db import session_scope, utcnow
 from app.deps import require_admin, require_author
+from app.practice import reports
+from app.practice import service as practice_service
+from app.questions import service as questions_service
 from app.verify import service as verify_service
 from app.verify.service import engine_versions
 from tests.authoring.conftest import Account, login
@@ -84,9 +88,10 @@ def test_every_author_route_requires_an_author_and_every_admin_route_an_admin(
 @pytest.fixture
 def world(
     author_client: TestClient, author: Account, make_user: Callable[..., Account],
-    session_factory: sessionmaker[Session],
+    session_factory: sessionmaker[Session], loaded: None,
 ) -> dict[str, Any]:
-    """A question the author owns, a run, and a spare account, to fill in path parameters."""
+    """A question the author owns, a run, a spare account and a learner's problem report, to
+    fill in path parameters."""
     assert create_question(author_client, "owned").status_code == 303
     spare = make_user("spare")
     torch_v, harness_v = engine_versions()
@@ -95,7 +100,17 @@ def world(
             snippet_text="report('x', 1)", world_size=1, params={}, timeout_s=5,
             torch_version=torch_v, harness_version=harness_v))
         run_id = run.id
-    return {"slug": "owned", "run_id": run_id, "user_id": spare.id}
+        # A learner's problem report, for the inbox's /author/reports/{report_id}.
+        question = questions_service.get_published(db_session=s, slug="fixture-single")
+        assert question is not None
+        learner = str(uuid.uuid4())
+        practice_service.answer_question(db_session=s, learner_id=learner, question=question,
+                                         raw_answer="a", token=None)
+        report = reports.file_report(db_session=s, learner_id=learner, question=question,
+                                     revision_id=None, kind="unclear", comment="", now=utcnow(),
+                                     per_hour=10)
+        report_id = report.id
+    return {"slug": "owned", "run_id": run_id, "user_id": spare.id, "report_id": report_id}
 
 
 def _request(client: TestClient, method: str, path: str, token: str | None, **kw: Any) -> Any:
@@ -105,14 +120,18 @@ def _request(client: TestClient, method: str, path: str, token: str | None, **kw
 
 def test_the_access_matrix_over_every_author_and_admin_route(
     app_client: TestClient, new_client: Callable[..., TestClient], author_client: TestClient,
-    admin_client: TestClient, world: dict[str, Any],
+    admin_client: TestClient, world: dict[str, Any], make_user: Callable[..., Account],
 ) -> None:
     routes = _routes(app_client.app, "/author", "/admin")
+    assert ("GET", "/author/reports") in {(m, p) for m, p, _ in routes}
     anonymous = new_client()
     learner = new_client()
     learner.get("/")  # a learner: has the anonymous learner cookie, and a valid CSRF token
+    make_user("lena", "learner")
+    account = new_client()
+    assert login(account, "lena").status_code == 303
     tokens = {"learner": csrf_of(learner), "author": csrf_of(author_client),
-              "admin": csrf_of(admin_client)}
+              "admin": csrf_of(admin_client), "account": csrf_of(account)}
     for method, template, _ in routes:
         path = template.format(**world)
         for who, client in (("anonymous", anonymous), ("learner", learner)):
@@ -125,6 +144,9 @@ def test_the_access_matrix_over_every_author_and_admin_route(
             if method == "GET":
                 hx = client.get(path, headers={"HX-Request": "true"}, follow_redirects=False)
                 assert hx.status_code == 401 and hx.headers["hx-redirect"].startswith("/login"), path
+        # A signed-in learner account is refused every author and admin route outright.
+        r = _request(account, method, path, tokens["account"])
+        assert r.status_code == 403, ("account", method, path, r.status_code)
     # Signed in: an author is refused admin routes only; an admin nothing.
     for who, client in (("author", author_client), ("admin", admin_client)):
         for method, template, _ in routes:

@@ -69,7 +69,8 @@ def predict_and_run(page: Any, slug: str, *, choice: str | None = None,
 
 
 def test_verify_page_fits_and_its_pictures_are_readable(sized_page: Any) -> None:
-    predict_and_run(sized_page, "averaged-gradient-two-ranks", choice="[[1.5, 1.5]] on both ranks")
+    predict_and_run(sized_page, "averaged-gradient-two-ranks",
+                    choice="model.weight.grad after backward()")
     # Open every bucket chart, so its text is measured too.
     sized_page.evaluate("document.querySelectorAll('details.bucket-iteration')"
                         ".forEach(d => d.open = true)")

@@ -32,9 +32,8 @@ class RunFacts:
 
     world_size: int
     limits: Limits
-    stop_reason: str | None = None  # "timeout" or "output": the runner stopped the run
+    stop_reason: str | None = None  # "timeout": the runner stopped the run
     stop_ms: float | None = None
-    output_rank: int | None = None
     leftovers: int = 0
 
 
@@ -371,11 +370,6 @@ def diagnose(ranks: list[RankResult], facts: RunFacts, code: str | None = None) 
         limit = "timeout"
         sentences.append(f"The run hit its {facts.limits.timeout_s:g} s time limit and was "
                          f"stopped at {_t(facts.stop_ms)}.")
-    elif facts.stop_reason == "output":
-        limit = "output"
-        sentences.append(f"Rank {facts.output_rank} wrote more than {facts.limits.output_bytes} "
-                         f"bytes of output, so the run was stopped at {_t(facts.stop_ms)} "
-                         "(output limit).")
     if primary is not None:
         sentences.append(_root_sentence(primary, facts))
         if limit is None:
@@ -398,6 +392,7 @@ def diagnose(ranks: list[RankResult], facts: RunFacts, code: str | None = None) 
             hint = _mismatch_hint(stories, stuck)
             if hint:
                 sentences.append(hint)
+    sentences.extend(_truncation_sentences(ranks, facts.limits.output_bytes))
     if facts.leftovers:
         n = facts.leftovers
         sentences.append(f"{n} process{'es' if n != 1 else ''} started by the snippet "
@@ -415,6 +410,18 @@ def diagnose(ranks: list[RankResult], facts: RunFacts, code: str | None = None) 
 
 def _count(n: int, noun: str) -> str:
     return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def _truncation_sentences(ranks: list[RankResult], cap: int) -> list[str]:
+    """One sentence per stream that wrote more than it kept; it is not a failure."""
+    out = []
+    for rr in ranks:
+        for stream in ("stdout", "stderr"):
+            total = getattr(rr, f"{stream}_bytes")
+            if total is not None and total > cap:
+                out.append(f"Rank {rr.rank} wrote {total:,} bytes to {stream}; the first "
+                           f"{cap:,} are kept.")
+    return out
 
 
 def _ok_summary(stories: list[_Story]) -> str:

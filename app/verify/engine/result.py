@@ -14,6 +14,8 @@ from pydantic import BaseModel, ConfigDict, Field
 RESULT_VERSION = 1
 
 Outcome = Literal["ok", "error", "timeout"]
+# "output" only in results stored before output floods were truncated instead of
+# stopped (harness version 3 and earlier); they are still read back.
 LimitName = Literal["timeout", "memory", "cpu", "output"]
 
 
@@ -49,8 +51,10 @@ class RankResult(_Model):
     signal: str | None = Field(None, description="Name of the signal that ended the rank.")
     blocked_in: BlockedIn | None = None
     events: list[dict[str, Any]] = Field(default_factory=list)
-    stdout: str = ""
-    stderr: str = ""
+    stdout: str = Field("", description="The first output_bytes written, then a truncation marker.")
+    stderr: str = Field("", description="As stdout.")
+    stdout_bytes: int | None = Field(None, description="Bytes written to stdout in all, kept or not.")
+    stderr_bytes: int | None = Field(None, description="Bytes written to stderr in all, kept or not.")
     bytes_sent: int = Field(0, description="Bytes this rank sent on gloo's sockets (TCP_INFO).")
     cpu_ms: float | None = None
     max_rss_bytes: int | None = None

@@ -2,19 +2,23 @@
 
 The runner reads every rank's event pipe, stdout and stderr as they arrive, and
 the leader's reports of rank exits. It asks the leader to stop the run at the
-wall-clock deadline or when a rank floods its output, and kills the run's whole
-process group itself if the leader does not finish. Nothing a rank sends is
-trusted: lines that are not well-formed events are dropped, and sizes are capped.
+wall-clock deadline, and kills the run's whole process group itself if the
+leader does not finish. Nothing a rank sends is trusted: lines that are not
+well-formed events are dropped, and sizes are capped. A rank that floods its
+output is not stopped: the first `output_bytes` of each stream are kept and the
+rest is read and thrown away, so the run ends however the snippet ends.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import selectors
 import signal
 import socket
+import struct
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,11 +39,21 @@ DRAIN_S = 2.0
 MAX_EVENT_BYTES = 16 * 2**20
 MAX_EVENTS = 50_000
 READ_CHUNK = 65536
+_UCRED = struct.Struct("iII")  # struct ucred: pid, uid, gid
+# Output pipes are widened to this (Linux's default pipe-max-size): a flooding
+# rank then blocks on a full pipe 16 times less often than with the default 64 KiB,
+# and the runner wakes 16 times less often to drain it. Best effort: the kernel may
+# refuse (a lowered pipe-max-size, a user over its pipe quota); 64 KiB still works.
+OUTPUT_PIPE_BYTES = 2**20
+OUTPUT_READ_CHUNK = OUTPUT_PIPE_BYTES
 
 
 @dataclass
 class _Capture:
-    """The first `cap` bytes of a stream, and how much was written in all."""
+    """The first `cap` bytes of a stream, and how much was written in all.
+
+    Memory stays at `cap` whatever a rank writes: past it, chunks are only counted.
+    """
 
     cap: int
     data: bytearray = field(default_factory=bytearray)
@@ -58,7 +72,7 @@ class _Capture:
     def text(self) -> str:
         out = self.data.decode("utf-8", errors="replace")
         if self.overflowed:
-            out += f"\n[truncated: output exceeded {self.cap} bytes]\n"
+            out += f"\n[truncated: {self.total} bytes written, the first {self.cap} kept]\n"
         return out
 
 
@@ -101,6 +115,10 @@ def run(pool: Pool, *, code: str, world_size: int, params: dict[str, Any], limit
     pool.ensure_started()  # the first run's forkserver start-up is not the snippet's time
     t0 = time.monotonic_ns()
     ctrl, leader_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    # The kernel attaches the leader's pid to what it sends, as this process sees
+    # it: inside the sandbox's PID namespace the leader's own idea of its pid is
+    # meaningless here.
+    ctrl.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
     ranks = [_Rank(r, _Capture(limits.output_bytes), _Capture(limits.output_bytes))
              for r in range(world_size)]
     readers: dict[int, tuple[str, int]] = {}
@@ -110,6 +128,8 @@ def run(pool: Pool, *, code: str, world_size: int, params: dict[str, Any], limit
             for kind in ("events", "stdout", "stderr"):
                 rfd, wfd = os.pipe()
                 readers[rfd] = (kind, r)
+                if kind != "events":
+                    _widen(rfd)
                 writers.append(wfd)
         pool.submit([leader_end.fileno(), *writers])
     except BaseException:
@@ -141,6 +161,12 @@ def run(pool: Pool, *, code: str, world_size: int, params: dict[str, Any], limit
                      harness_version=harness_version, pool=pool)
 
 
+def _widen(fd: int) -> None:
+    """Ask for a larger pipe buffer (see OUTPUT_PIPE_BYTES); keep the default if refused."""
+    with contextlib.suppress(OSError, AttributeError):  # F_SETPIPE_SZ: Linux, Python 3.10+
+        fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, OUTPUT_PIPE_BYTES)
+
+
 class _Watch:
     """The event loop of one run."""
 
@@ -154,10 +180,11 @@ class _Watch:
         self.sel = selectors.DefaultSelector()
         self.ctrl_buf = b""
         self.leader: int | None = None
+        # The leader's pid in this process's PID namespace (from SCM_CREDENTIALS).
+        self.leader_pid: int | None = None
         self.done: dict[str, Any] | None = None
         self.stop_reason: str | None = None
         self.stop_t: int | None = None
-        self.output_rank: int | None = None
         self.error: str | None = None
         self.sel.register(ctrl, selectors.EVENT_READ, ("ctrl", -1))
         for fd, data in readers.items():
@@ -199,7 +226,10 @@ class _Watch:
                     self._read_rank(key.fd, kind, rank)
 
     def _read_ctrl(self) -> None:
-        data = self.ctrl.recv(READ_CHUNK)
+        data, ancillary, _, _ = self.ctrl.recvmsg(READ_CHUNK, socket.CMSG_SPACE(_UCRED.size))
+        for level, kind, payload in ancillary:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_CREDENTIALS and payload:
+                self.leader_pid = _UCRED.unpack(payload[:_UCRED.size])[0] or None
         if not data:
             self.sel.unregister(self.ctrl)
             if self.done is None:
@@ -210,7 +240,7 @@ class _Watch:
             msg = json.loads(line)
             kind = msg.get("type")
             if kind == "started":
-                self.leader = int(msg["leader"])
+                self.leader = int(msg["leader"])  # in the leader's PID namespace
             elif kind == "exit":
                 self.ranks[int(msg["rank"])].exit = msg
             elif kind == "done":
@@ -220,7 +250,7 @@ class _Watch:
 
     def _read_rank(self, fd: int, kind: str, rank: int) -> None:
         try:
-            chunk = os.read(fd, READ_CHUNK)
+            chunk = os.read(fd, READ_CHUNK if kind == "events" else OUTPUT_READ_CHUNK)
         except BlockingIOError:
             return
         if not chunk:
@@ -232,11 +262,11 @@ class _Watch:
         if kind == "events":
             r.feed_events(chunk)
             return
-        capture = r.stdout if kind == "stdout" else r.stderr
-        capture.feed(chunk)
-        if capture.overflowed and self.stop_reason is None:
-            self.output_rank = rank
-            self.stop("output")
+        # Past its cap a stream is still read to the end, only not kept: stopping the
+        # run instead would turn a chatty but correct snippet into an error, and a
+        # rank blocked on a full pipe would look like a hang. A flood that never ends
+        # meets the wall-clock limit like any other endless loop.
+        (r.stdout if kind == "stdout" else r.stderr).feed(chunk)
 
     def stop(self, reason: str) -> None:
         """Ask the leader to dump stacks and kill the ranks."""
@@ -247,9 +277,9 @@ class _Watch:
 
     def abort(self) -> None:
         """Kill the run's whole session (the leader made it; every rank is in it)."""
-        if self.leader is not None:
+        if self.leader is not None and self.leader_pid is not None:
             with contextlib.suppress(OSError):
-                os.killpg(self.leader, signal.SIGKILL)
+                os.killpg(self.leader_pid, signal.SIGKILL)
 
     def close(self) -> None:
         for fd in list(self.readers):
@@ -322,7 +352,8 @@ def _assemble(watch: _Watch, ranks: list[_Rank], *, t0: int, wall_ms: float, cod
                            "signal": signal_name, "killed_by": killed})
         results.append(RankResult(
             rank=r.rank, values=values, error=error, exit_code=exit_code, signal=signal_name,
-            events=events, stdout=r.stdout.text(), stderr=r.stderr.text(), bytes_sent=sent,
+            events=events, stdout=r.stdout.text(), stderr=r.stderr.text(),
+            stdout_bytes=r.stdout.total, stderr_bytes=r.stderr.total, bytes_sent=sent,
             cpu_ms=cpu_ms, max_rss_bytes=max_rss, stack=stack,
         ))
     if not any_started:
@@ -335,7 +366,7 @@ def _assemble(watch: _Watch, ranks: list[_Rank], *, t0: int, wall_ms: float, cod
         raise EngineFailure(f"{detail}\n{tails}\n{pool.log_tail(1500)}".strip())
     leftovers = int(watch.done.get("leftovers", 0)) if watch.done else 0
     facts = RunFacts(world_size=world_size, limits=limits, stop_reason=watch.stop_reason,
-                     stop_ms=stop_ms, output_rank=watch.output_rank, leftovers=leftovers)
+                     stop_ms=stop_ms, leftovers=leftovers)
     diagnosis = diagnose(results, facts, code)
     for rr in results:
         rr.blocked_in = diagnosis.blocked.get(rr.rank)

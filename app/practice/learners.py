@@ -1,0 +1,189 @@
+"""Learner accounts: sign up (claiming the browser's anonymous history), the account's
+learner identity, downloading all of a learner's data, and deleting it.
+
+An account owns exactly one learner identity (Learner.user_id). Signing up claims the
+browser's anonymous learner, so its attempts and cards become the account's; signing in
+on another device uses the account's learner there and leaves that device's anonymous
+history where it was (nothing is merged silently).
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import CursorResult, delete, func, select, update
+from sqlalchemy.orm import Session
+
+from app.accounts import service as accounts
+from app.accounts.models import ROLE_LEARNER, AuditEntry, LoginAttempt, User
+from app.practice.models import (
+    Attempt,
+    Learner,
+    ProblemReport,
+    Quiz,
+    QuizItem,
+    ReviewCard,
+    ReviewLog,
+)
+from app.questions.models import Question
+from app.verify.models import Run
+
+
+def account_learner_id(*, db_session: Session, user_id: int) -> str:
+    """The learner identity an account owns (the oldest, should there ever be two).
+
+    An account made by an admin or the command line has none until it first practises;
+    it then gets a new, empty one, never the browser's anonymous history (only sign-up
+    claims that)."""
+    owned = db_session.scalar(select(Learner.id).where(Learner.user_id == user_id)
+                              .order_by(Learner.created_at, Learner.id).limit(1))
+    if owned is not None:
+        return owned
+    learner = Learner(id=str(uuid.uuid4()), user_id=user_id)
+    db_session.add(learner)
+    db_session.flush()
+    return learner.id
+
+
+@dataclass
+class History:
+    attempts: list[tuple[Attempt, str]]
+    attempt_count: int
+    card_count: int
+
+
+def history(*, db_session: Session, learner_id: str, limit: int = 20) -> History:
+    """The learner's newest answers (with the question's slug) and how many answers and
+    review cards they have."""
+    rows = db_session.execute(
+        select(Attempt, Question.slug).join(Question, Question.id == Attempt.question_id)
+        .where(Attempt.learner_id == learner_id)
+        .order_by(Attempt.created_at.desc(), Attempt.id.desc()).limit(limit))
+    attempts = [(a, slug) for a, slug in rows]
+    total = int(db_session.scalar(select(func.count()).select_from(Attempt)
+                                  .where(Attempt.learner_id == learner_id)) or 0)
+    cards = int(db_session.scalar(select(func.count()).select_from(ReviewCard)
+                                  .where(ReviewCard.learner_id == learner_id)) or 0)
+    return History(attempts, total, cards)
+
+
+@dataclass
+class SignUp:
+    user: User
+    learner_id: str
+    claimed_attempts: int
+
+
+def sign_up(*, db_session: Session, username: str, password: str, browser_learner_id: str,
+            client_ip: str, per_hour: int) -> SignUp:
+    """A new learner account that claims the browser's anonymous learner and its history.
+
+    Raises accounts.AccountError for a bad or taken name or a short password, and
+    RateLimited past `per_hour` sign-ups from one address. A browser identity another
+    account already owns is not taken over: the new account starts empty.
+    """
+    accounts.check_signup_rate(db_session=db_session, client_ip=client_ip, limit=per_hour)
+    user = accounts.create_user(db_session=db_session, username=username, password=password,
+                                role=ROLE_LEARNER, via="signup")
+    learner = db_session.get(Learner, browser_learner_id)
+    if learner is None:
+        learner = Learner(id=browser_learner_id)
+        db_session.add(learner)
+    elif learner.user_id is not None:
+        learner = Learner(id=str(uuid.uuid4()))
+        db_session.add(learner)
+    learner.user_id = user.id
+    db_session.flush()
+    claimed = int(db_session.scalar(select(func.count()).select_from(Attempt)
+                                    .where(Attempt.learner_id == learner.id)) or 0)
+    accounts.audit(db_session=db_session, user=user, action="learner.signup",
+                   target=user.username, detail={"ip": client_ip, "claimed_attempts": claimed})
+    return SignUp(user, learner.id, claimed)
+
+
+def _deleted(db_session: Session, stmt: Any) -> int:
+    result: CursorResult[Any] = db_session.execute(stmt)  # type: ignore[assignment]
+    return int(result.rowcount or 0)
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value else None
+
+
+def export_data(*, db_session: Session, user: User, learner_id: str) -> dict[str, Any]:
+    """Everything stored about the learner, as JSON-ready data (the "Download my data" file)."""
+    slugs = dict(db_session.execute(select(Question.id, Question.slug)).all())
+    attempts = db_session.scalars(select(Attempt).where(Attempt.learner_id == learner_id)
+                                  .order_by(Attempt.created_at, Attempt.id))
+    cards = db_session.scalars(select(ReviewCard).where(ReviewCard.learner_id == learner_id)
+                               .order_by(ReviewCard.id))
+    logs = db_session.scalars(select(ReviewLog).where(ReviewLog.learner_id == learner_id)
+                              .order_by(ReviewLog.reviewed_at, ReviewLog.id))
+    reports = db_session.scalars(select(ProblemReport).where(ProblemReport.learner_id == learner_id)
+                                 .order_by(ProblemReport.created_at, ProblemReport.id))
+    quizzes = db_session.scalars(select(Quiz).where(Quiz.learner_id == learner_id)
+                                 .order_by(Quiz.started_at))
+    return {
+        "format": "ddpdrill-learner-export/1",
+        "account": {"username": user.username, "role": user.role,
+                    "created_at": _iso(user.created_at)},
+        "learner_id": learner_id,
+        "attempts": [{"id": a.id, "question": slugs.get(a.question_id), "revision_id": a.revision_id,
+                      "answer": a.answer, "score": a.score, "correct": a.correct,
+                      "confidence": a.confidence, "time_taken_ms": a.time_taken_ms,
+                      "quiz_item_id": a.quiz_item_id, "created_at": _iso(a.created_at)}
+                     for a in attempts],
+        "review_cards": [{"id": c.id, "question": slugs.get(c.question_id), "due": _iso(c.due),
+                          "reps": c.reps, "last_review": _iso(c.last_review), "fsrs": c.card}
+                         for c in cards],
+        "review_logs": [{"card_id": g.card_id, "attempt_id": g.attempt_id, "rating": g.rating,
+                         "reviewed_at": _iso(g.reviewed_at), "fsrs": g.log} for g in logs],
+        "problem_reports": [{"id": r.id, "question": slugs.get(r.question_id),
+                             "revision_id": r.revision_id, "kind": r.kind, "comment": r.comment,
+                             "status": r.status, "note": r.note, "created_at": _iso(r.created_at),
+                             "handled_at": _iso(r.handled_at)} for r in reports],
+        "quizzes": [{"id": q.id, "kind": q.kind, "topics": q.topics, "difficulty": q.difficulty,
+                     "started_at": _iso(q.started_at), "finished_at": _iso(q.finished_at)}
+                    for q in quizzes],
+    }
+
+
+def delete_account(*, db_session: Session, user: User) -> dict[str, int]:
+    """Delete a learner account and everything of its learner: attempts, review cards and
+    logs, problem reports, quizzes, and its sessions (the user row goes, so every session
+    cookie names nobody). Other learners' rows are untouched. Returns what was removed."""
+    learner_ids = list(db_session.scalars(select(Learner.id).where(Learner.user_id == user.id)))
+    counts = {"attempts": 0, "review_cards": 0, "review_logs": 0, "problem_reports": 0,
+              "quizzes": 0}
+    if learner_ids:
+        mine = Learner.id.in_(learner_ids)
+        quiz_ids = select(Quiz.id).where(Quiz.learner_id.in_(learner_ids))
+        counts["review_logs"] = _deleted(
+            db_session, delete(ReviewLog).where(ReviewLog.learner_id.in_(learner_ids)))
+        counts["review_cards"] = _deleted(
+            db_session, delete(ReviewCard).where(ReviewCard.learner_id.in_(learner_ids)))
+        counts["problem_reports"] = _deleted(
+            db_session, delete(ProblemReport).where(ProblemReport.learner_id.in_(learner_ids)))
+        counts["attempts"] = _deleted(
+            db_session, delete(Attempt).where(Attempt.learner_id.in_(learner_ids)))
+        db_session.execute(delete(QuizItem).where(QuizItem.quiz_id.in_(quiz_ids)))
+        counts["quizzes"] = _deleted(
+            db_session, delete(Quiz).where(Quiz.learner_id.in_(learner_ids)))
+        # Verify runs are a shared cache: keep the run, forget who asked for it.
+        db_session.execute(update(Run).where(Run.requested_by.in_(
+            [f"learner:{lid}" for lid in learner_ids])).values(requested_by=None))
+        db_session.execute(delete(Learner).where(mine))
+    # The audit log keeps what happened, not who: the entries lose their link to the person.
+    db_session.execute(update(AuditEntry).where(AuditEntry.user_id == user.id)
+                       .values(user_id=None, actor="deleted-learner"))
+    db_session.execute(update(AuditEntry).where(AuditEntry.actor == user.username)
+                       .values(actor="deleted-learner"))
+    db_session.execute(delete(LoginAttempt).where(LoginAttempt.username == user.username.lower()))
+    db_session.execute(delete(User).where(User.id == user.id))
+    db_session.expunge(user)
+    accounts.audit(db_session=db_session, user=None, actor="deleted-learner",
+                   action="learner.delete", detail=counts)
+    return counts

@@ -1,0 +1,179 @@
+"""Spaced review with FSRS: one card per learner and question, the rating of an answer, the
+queue of due cards, and a card's predicted recall at any date.
+
+Every function that depends on the time takes `now` (or `at`): the caller reads it from the
+one clock (app/clock.py), so tests and the readiness forecast choose the moment.
+The rating mapping is documented in docs/review.md; `rating_for` is the whole of it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from fsrs import Card, Rating, Scheduler
+from sqlalchemy import func, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from app.practice.models import Attempt, ReviewCard, ReviewLog
+from app.questions.models import STATUS_PUBLISHED, Question
+
+# FSRS-6 with its default weights and 90% desired retention. Fuzzing is off: a learner has
+# tens of cards, not thousands, so spreading due dates buys nothing, and an unfuzzed
+# schedule is exactly reproducible (tests, and the readiness forecast built on it).
+SCHEDULER = Scheduler(desired_retention=0.9, enable_fuzzing=False)
+
+# Correct and "sure" within this many milliseconds is effortless recall: Easy.
+FAST_MS = 20_000
+# Correct but slower than this (with no confidence given) was hard-won: Hard.
+SLOW_MS = 120_000
+# A score at or above this (and below 1) is "partly right" (multi-select partial credit).
+PARTIAL_SCORE = 0.5
+# The Review page and API show at most this many due cards at once.
+QUEUE_LIMIT = 50
+
+
+def rating_for(*, score: float, correct: bool, confidence: str | None,
+               time_taken_ms: int | None) -> Rating:
+    """The FSRS rating of one answer (docs/review.md has the table)."""
+    if not correct:
+        if score >= PARTIAL_SCORE and confidence != "guessing":
+            return Rating.Hard
+        return Rating.Again
+    if confidence == "guessing":
+        # A right guess is not recall: see it again soon.
+        return Rating.Again
+    if confidence == "unsure":
+        return Rating.Hard
+    if confidence == "sure":
+        if time_taken_ms is not None and time_taken_ms <= FAST_MS:
+            return Rating.Easy
+        return Rating.Good
+    if time_taken_ms is not None and time_taken_ms > SLOW_MS:
+        return Rating.Hard
+    return Rating.Good
+
+
+def get_card(*, db_session: Session, learner_id: str, question_id: int) -> ReviewCard | None:
+    """The learner's card for a question, if they have answered it."""
+    return db_session.scalar(select(ReviewCard).where(ReviewCard.learner_id == learner_id,
+                                                      ReviewCard.question_id == question_id))
+
+
+def _new_card(db_session: Session, learner_id: str, question_id: int, now: datetime) -> ReviewCard:
+    row = ReviewCard(learner_id=learner_id, question_id=question_id, card={}, due=now, reps=0)
+    try:
+        with db_session.begin_nested():
+            db_session.add(row)
+            db_session.flush()
+    except IntegrityError:
+        # The learner's other tab made the card a moment ago; review that one.
+        winner = get_card(db_session=db_session, learner_id=learner_id, question_id=question_id)
+        assert winner is not None
+        return winner
+    row.card = dict(Card(card_id=row.id, due=now).to_dict())
+    return row
+
+
+def fsrs_card(card: ReviewCard) -> Card:
+    """The stored card as the `fsrs` package's Card."""
+    if not card.card:
+        return Card(card_id=card.id, due=card.due)
+    return Card.from_dict(card.card)  # type: ignore[arg-type]
+
+
+def record_review(*, db_session: Session, attempt: Attempt, confidence: str | None,
+                  now: datetime) -> ReviewCard:
+    """Schedule the learner's card for the attempt's question (made on first answer) and log it."""
+    row = get_card(db_session=db_session, learner_id=attempt.learner_id,
+                   question_id=attempt.question_id)
+    if row is None:
+        row = _new_card(db_session, attempt.learner_id, attempt.question_id, now)
+    rating = rating_for(score=attempt.score, correct=attempt.correct, confidence=confidence,
+                        time_taken_ms=attempt.time_taken_ms)
+    card, log = SCHEDULER.review_card(fsrs_card(row), rating, review_datetime=now,
+                                      review_duration=attempt.time_taken_ms)
+    row.card = dict(card.to_dict())
+    row.due = card.due
+    row.reps += 1
+    row.last_review = now
+    db_session.add(ReviewLog(card_id=row.id, learner_id=attempt.learner_id, attempt_id=attempt.id,
+                             rating=int(rating), reviewed_at=now, log=dict(log.to_dict())))
+    db_session.flush()
+    return row
+
+
+def retrievability(*, card: ReviewCard, at: datetime) -> float:
+    """FSRS's predicted probability (0..1) that the learner recalls the card at `at`."""
+    if card.last_review is None:
+        return 0.0
+    return float(SCHEDULER.get_card_retrievability(fsrs_card(card), at))
+
+
+def retrievability_by_question(*, db_session: Session, learner_id: str,
+                               at: datetime) -> dict[int, float]:
+    """Predicted recall at `at` for every question the learner has a card for."""
+    cards = db_session.scalars(select(ReviewCard).where(ReviewCard.learner_id == learner_id))
+    return {c.question_id: retrievability(card=c, at=at) for c in cards}
+
+
+def _due_query(learner_id: str, now: datetime) -> Any:
+    # Retired (or unpublished) questions leave the queue; their cards stay for the record.
+    return (select(ReviewCard, Question)
+            .join(Question, Question.id == ReviewCard.question_id)
+            .where(ReviewCard.learner_id == learner_id, ReviewCard.due <= now,
+                   Question.status == STATUS_PUBLISHED))
+
+
+@dataclass
+class DueCard:
+    card: ReviewCard
+    question: Question
+
+
+def due_cards(*, db_session: Session, learner_id: str, now: datetime,
+              limit: int = QUEUE_LIMIT) -> list[DueCard]:
+    """The learner's cards due at `now`, most overdue first, of published questions only."""
+    rows = db_session.execute(_due_query(learner_id, now)
+                              .order_by(ReviewCard.due, ReviewCard.id).limit(limit))
+    return [DueCard(card, question) for card, question in rows]
+
+
+def due_count(*, db_session: Session, learner_id: str, now: datetime) -> int:
+    """How many of the learner's cards are due at `now` (published questions only)."""
+    stmt = (select(func.count()).select_from(ReviewCard)
+            .join(Question, Question.id == ReviewCard.question_id)
+            .where(ReviewCard.learner_id == learner_id, ReviewCard.due <= now,
+                   Question.status == STATUS_PUBLISHED))
+    return int(db_session.scalar(stmt) or 0)
+
+
+def next_due(*, db_session: Session, learner_id: str, now: datetime) -> datetime | None:
+    """When the learner's next card (of a published question) falls due after `now`."""
+    stmt = (select(ReviewCard.due)
+            .join(Question, Question.id == ReviewCard.question_id)
+            .where(ReviewCard.learner_id == learner_id, ReviewCard.due > now,
+                   Question.status == STATUS_PUBLISHED)
+            .order_by(ReviewCard.due).limit(1))
+    return db_session.scalar(stmt)
+
+
+def due_per_day(*, db_session: Session, learner_id: str, start: datetime,
+                days: int) -> list[int]:
+    """How many cards (of published questions) fall due on each of `days` days from `start`:
+    the first day counts everything already overdue too, as the Review page would show it."""
+    stmt = (select(ReviewCard.due).join(Question, Question.id == ReviewCard.question_id)
+            .where(ReviewCard.learner_id == learner_id, Question.status == STATUS_PUBLISHED,
+                   ReviewCard.due < start + timedelta(days=days)))
+    counts = [0] * days
+    for due in db_session.scalars(stmt):
+        counts[max(0, (due - start) // timedelta(days=1))] += 1
+    return counts
+
+
+def learner_cards(*, db_session: Session, learner_id: str) -> list[ReviewCard]:
+    """Every card of the learner, by question id."""
+    return list(db_session.scalars(select(ReviewCard).where(ReviewCard.learner_id == learner_id)
+                                   .order_by(ReviewCard.question_id)))
