@@ -17,7 +17,7 @@ import yaml
 from pydantic import ValidationError
 from starlette.datastructures import FormData
 
-from app.questions.bank import doc_from_data, doc_to_data
+from app.questions.bank import doc_from_data, doc_to_data, load_yaml
 from app.questions.schema import FieldError, QuestionDoc
 
 # Empty choice rows the editor offers below the existing ones.
@@ -55,6 +55,13 @@ def _loc_name(loc: tuple[Any, ...]) -> str:
 class ChoiceRow:
     text: str = ""
     correct: bool = False
+
+
+# The longest text any editor field takes (a snippet is the largest); a bank file is
+# capped at about this size too. Longer input is refused, not cut.
+MAX_FIELD_CHARS = 64 * 1024
+# Choice rows one question may have.
+MAX_CHOICES = 26
 
 
 @dataclass
@@ -131,7 +138,7 @@ class EditorForm:
         texts = [textarea_value(v) for v in form.getlist("choice_text") if isinstance(v, str)]
         correct = {v for v in form.getlist("choice_correct") if isinstance(v, str)}
         choices = [ChoiceRow(t, str(i) in correct) for i, t in enumerate(texts)]
-        return cls(
+        made = cls(
             slug=get("slug").strip(), topic=get("topic").strip(), title=get("title").strip(),
             tags=get("tags"), difficulty=get("difficulty", "2"), type=get("type", "single"),
             answer_format=get("answer_format"), prompt=get("prompt"), explanation=get("explanation"),
@@ -144,6 +151,18 @@ class EditorForm:
             explained=get("explained"),
             note=get("note").strip(), base_revision_id=get("base_revision_id").strip(),
         )
+        for name, value in vars(made).items():
+            if isinstance(value, str) and len(value) > MAX_FIELD_CHARS:
+                made.error(name, f"is {len(value)} characters long; the limit is {MAX_FIELD_CHARS}")
+                setattr(made, name, value[:MAX_FIELD_CHARS])
+        if any(len(c.text) > MAX_FIELD_CHARS for c in choices):
+            made.error("choices", f"a choice is longer than {MAX_FIELD_CHARS} characters")
+            for c in choices:
+                c.text = c.text[:MAX_FIELD_CHARS]
+        if len([c for c in choices if c.text.strip()]) > MAX_CHOICES:
+            made.error("choices", f"a question has at most {MAX_CHOICES} choices")
+            made.choices = choices[:MAX_CHOICES]
+        return made
 
     def with_spare_choices(self) -> EditorForm:
         filled = [c for c in self.choices if c.text.strip()]
@@ -157,7 +176,7 @@ class EditorForm:
         if not text.strip():
             return None
         try:
-            return yaml.safe_load(text)
+            return load_yaml(text)
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             where = f" (line {mark.line + 1})" if mark is not None else ""
@@ -260,7 +279,7 @@ class EditorForm:
 def knob_choices(form: EditorForm) -> dict[str, list[Any]]:
     """The knobs the form declares (name -> allowed values), for the Run now controls."""
     try:
-        knobs = yaml.safe_load(form.knobs) if form.knobs.strip() else {}
+        knobs = load_yaml(form.knobs) if form.knobs.strip() else {}
     except yaml.YAMLError:
         return {}
     if not isinstance(knobs, dict):
@@ -285,12 +304,12 @@ def audit_including(audit_text: str, knobs_text: str, combo: dict[str, Any]) -> 
     """
     if not combo or audit_text.strip() == "all":
         return None
-    knobs = yaml.safe_load(knobs_text) if knobs_text.strip() else {}
+    knobs = load_yaml(knobs_text) if knobs_text.strip() else {}
     defaults = {name: k.get("default") for name, k in (knobs or {}).items() if isinstance(k, dict)}
     if audit_text.strip() == "default":
         listed: list[dict[str, Any]] = [defaults]
     else:
-        loaded = yaml.safe_load(audit_text)
+        loaded = load_yaml(audit_text)
         if not isinstance(loaded, list):
             raise ValueError("the audit must be default, all or a YAML list before one can be added")
         listed = loaded
@@ -304,7 +323,7 @@ def add_value_expectation(
     expect_text: str, *, name: str, rank: int, value: Any, when: dict[str, Any]
 ) -> str:
     """The expectations YAML with one more: `name` equals the measured value on `rank`."""
-    current = yaml.safe_load(expect_text) if expect_text.strip() else []
+    current = load_yaml(expect_text) if expect_text.strip() else []
     if not isinstance(current, list):
         raise ValueError("the expectations must be a YAML list before one can be added")
     item: dict[str, Any] = {"label": f"{name} on rank {rank}"}

@@ -18,11 +18,13 @@ from app.deps import (
     CSRF,
     AuthorUser,
     ClockDep,
+    CommittingRoute,
     CurrentLearner,
     FormDep,
     OptionalUser,
     SessionDep,
     SettingsDep,
+    WriteSessionDep,
     client_ip,
     is_htmx,
     notify_workers,
@@ -47,9 +49,9 @@ from app.verify import access, knobs
 from app.verify.models import RUN_DONE
 from app.verify.service import latest_verdict
 
-router = APIRouter(include_in_schema=False)
+router = APIRouter(include_in_schema=False, route_class=CommittingRoute)
 inbox = APIRouter(prefix="/author/reports", include_in_schema=False,
-                  dependencies=[Depends(require_author)])
+                  dependencies=[Depends(require_author)], route_class=CommittingRoute)
 
 
 # Sent with a graded htmx fragment: the header's due count (practice/_me_nav.html) reloads.
@@ -315,7 +317,7 @@ def quiz_resume(quiz_id: str, db_session: SessionDep, learner_id: CurrentLearner
 
 @router.get("/quizzes/{quiz_id}/summary")
 def quiz_summary(
-    request: Request, quiz_id: str, db_session: SessionDep, learner_id: CurrentLearner
+    request: Request, quiz_id: str, db_session: WriteSessionDep, learner_id: CurrentLearner
 ) -> Response:
     quiz = _quiz_or_404(db_session, quiz_id, learner_id)
     summary = service.quiz_summary(db_session=db_session, quiz=quiz)
@@ -324,7 +326,7 @@ def quiz_summary(
 
 @router.get("/quizzes/{quiz_id}/{position}")
 def quiz_item(
-    request: Request, quiz_id: str, position: int, db_session: SessionDep,
+    request: Request, quiz_id: str, position: int, db_session: WriteSessionDep,
     learner_id: CurrentLearner,
 ) -> Response:
     quiz = _quiz_or_404(db_session, quiz_id, learner_id)

@@ -6,7 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Query
 
-from app.deps import SessionDep
+from app.deps import API_BUSY, API_ERROR, CommittingRoute, SessionDep
 from app.practice.grading import tolerance_text
 from app.questions import service
 from app.questions.models import Question
@@ -17,7 +17,8 @@ from app.questions.schemas import (
     QuestionSummaryOut,
 )
 
-router = APIRouter(prefix="/api/v1", tags=["questions"])
+router = APIRouter(prefix="/api/v1", tags=["questions"], responses=API_BUSY,
+                   route_class=CommittingRoute)
 
 
 def _summary(q: Question) -> QuestionSummaryOut:
@@ -45,7 +46,8 @@ def _get_or_404(db_session: SessionDep, slug: str) -> Question:
     return question
 
 
-@router.get("/questions/{slug}", response_model=QuestionOut)
+@router.get("/questions/{slug}", response_model=QuestionOut,
+            responses={404: {"description": "No such published question.", **API_ERROR}})
 def get_question(slug: str, db_session: SessionDep) -> QuestionOut:
     """One question without its answer key or explanation."""
     question = _get_or_404(db_session, slug)

@@ -103,14 +103,28 @@ def _field_name(loc: tuple[int | str, ...]) -> str:
     return out
 
 
+def load_yaml(text: str) -> Any:
+    """Parse bank YAML; anchors and aliases are refused (yaml.MarkedYAMLError).
+
+    An alias repeats a node without repeating its text, so a few hundred bytes can
+    expand to millions of values once the document is copied, validated or written
+    back out. The bank never needs them.
+    """
+    for event in yaml.parse(text, Loader=_YAML_LOADER):
+        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
+            raise yaml.MarkedYAMLError(problem="anchors and aliases (& and *) are not allowed",
+                                       problem_mark=event.start_mark)  # type: ignore[arg-type]
+    return yaml.load(text, Loader=_YAML_LOADER)
+
+
 def _read_yaml(path: Path, rel: str, errors: list[BankError]) -> tuple[Any, yaml.Node | None]:
     try:
         if path.stat().st_size > MAX_FILE_BYTES:
             errors.append(BankError(rel, "", f"file is larger than {MAX_FILE_BYTES} bytes"))
             return None, None
         text = path.read_text(encoding="utf-8")
+        data = load_yaml(text)
         node = yaml.compose(text, Loader=_YAML_LOADER)
-        data = yaml.load(text, Loader=_YAML_LOADER)
     except UnicodeDecodeError:
         errors.append(BankError(rel, "", "file is not UTF-8 text"))
         return None, None

@@ -7,12 +7,12 @@ from typing import Annotated
 from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.responses import Response
 
-from app.deps import SessionDep
+from app.deps import CommittingRoute, SessionDep
 from app.questions import service
 from app.questions.schema import QUESTION_TYPES
 from app.templating import templates
 
-router = APIRouter(include_in_schema=False)
+router = APIRouter(include_in_schema=False, route_class=CommittingRoute)
 
 
 @router.get("/")

@@ -21,6 +21,7 @@ from sqlalchemy import and_, case, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from app import metrics
 from app.db import utcnow
 from app.questions.schema import QuestionDoc
 from app.verify import knobs
@@ -30,6 +31,8 @@ from app.verify.models import RUN_DONE, RUN_FAILED, RUN_QUEUED, RUN_RUNNING, Run
 
 # An infrastructure failure (worker died, pool broke) is retried this many times in all.
 MAX_ATTEMPTS = 3
+# PostgreSQL notification channel: a run was queued (workers LISTEN on it).
+NOTIFY_CHANNEL = "ddpdrill_runs"
 # Results above this size are trimmed (events first) before they are stored.
 MAX_RESULT_BYTES = 2 * 1024 * 1024
 
@@ -145,7 +148,37 @@ def request_run(*, db_session: Session, req: RunRequest, fresh: bool = False) ->
         if winner is None:
             raise
         return winner, True
+    notify_queued(db_session=db_session)
     return run, False
+
+
+def notify_queued(*, db_session: Session) -> None:
+    """Wake every worker of every process when this transaction commits (PostgreSQL only).
+
+    On SQLite the workers of the requesting process are woken by an event; others poll.
+    """
+    if db_session.get_bind().dialect.name == "postgresql":
+        db_session.execute(select(func.pg_notify(NOTIFY_CHANNEL, "")))
+
+
+def queue_state(*, db_session: Session) -> dict[str, Any]:
+    """Runs by status, the queue's depth and how many workers hold a live lease (for /metrics)."""
+    by_status = {str(st): int(n) for st, n in db_session.execute(
+        select(Run.status, func.count()).group_by(Run.status)).all()}
+    busy = db_session.scalar(select(func.count(func.distinct(Run.lease_owner))).where(
+        Run.status == RUN_RUNNING, Run.lease_expires_at >= utcnow()))
+    return {"by_status": by_status, "queued": by_status.get(RUN_QUEUED, 0),
+            "busy_workers": int(busy or 0)}
+
+
+def has_claimable(*, db_session: Session) -> bool:
+    """True when some run waits for a worker (a read: no lock is taken)."""
+    return db_session.scalar(select(Run.id).where(_claimable(utcnow())).limit(1)) is not None
+
+
+def next_lease_expiry(*, db_session: Session) -> Any:
+    """When the soonest lease of a running run ends, or None."""
+    return db_session.scalar(select(func.min(Run.lease_expires_at)).where(Run.status == RUN_RUNNING))
 
 
 def fresh_runs_since(*, db_session: Session, seconds: float, requested_by: str | None = None,
@@ -181,22 +214,31 @@ def claim_run(*, db_session: Session, worker_id: str, lease_seconds: float) -> R
         )
         if run is None:
             return None
+        if run.status == RUN_RUNNING:
+            metrics.LEASE_RECLAIMS.inc()
         run.status, run.lease_owner, run.lease_expires_at = RUN_RUNNING, worker_id, expires
         run.claimed_at = now
         run.attempts += 1
         db_session.flush()
         return run
-    # SQLite: one UPDATE statement is atomic under the database's write lock.
-    pick = (select(Run.id).where(_claimable(now)).order_by(Run.requested_at, Run.id)
-            .limit(1).scalar_subquery())
+    # SQLite: the UPDATE is atomic under the database's write lock, which this
+    # transaction holds from its start (BEGIN IMMEDIATE), so the row read first is
+    # still the one updated; the UPDATE checks claimability again all the same.
+    picked = db_session.execute(
+        select(Run.id, Run.status).where(_claimable(now)).order_by(Run.requested_at, Run.id)
+        .limit(1)).first()
+    if picked is None:
+        return None
     run_id = db_session.scalar(
-        update(Run).where(Run.id == pick, _claimable(now))
+        update(Run).where(Run.id == picked.id, _claimable(now))
         .values(status=RUN_RUNNING, lease_owner=worker_id, lease_expires_at=expires,
                 claimed_at=now, attempts=Run.attempts + 1)
         .returning(Run.id)
     )
     if run_id is None:
         return None
+    if picked.status == RUN_RUNNING:
+        metrics.LEASE_RECLAIMS.inc()
     run = db_session.get(Run, run_id)
     if run is not None:
         db_session.refresh(run)

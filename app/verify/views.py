@@ -12,7 +12,10 @@ from fastapi import APIRouter, BackgroundTasks, HTTPException, Path, Query, Requ
 from fastapi.responses import PlainTextResponse, RedirectResponse, Response
 
 from app.deps import (
+    API_BUSY,
+    API_ERROR,
     CSRF,
+    CommittingRoute,
     CurrentLearner,
     FormDep,
     OptionalUser,
@@ -30,7 +33,7 @@ from app.verify.models import RUN_DONE, RUN_FAILED, Run
 from app.verify.schemas import RunOut, VerifyIn, VerifyOut
 from app.verify.torchrun import torchrun_script
 
-api = APIRouter(prefix="/api/v1", tags=["verify"])
+api = APIRouter(prefix="/api/v1", tags=["verify"], responses=API_BUSY, route_class=CommittingRoute)
 
 # Database ids are 32-bit on PostgreSQL; a larger number is no run at all.
 MAX_ID = 2**31 - 1
@@ -55,7 +58,8 @@ def _start(
 
 
 @api.post("/questions/{slug}/verify", response_model=VerifyOut,
-          responses={404: {}, 422: {}, 429: {}})
+          responses={404: {"description": "No such published question, or it has no snippet.",
+                         **API_ERROR}, 422: {}, 429: {"description": "Too many new runs.", **API_ERROR}})
 def verify_question(
     slug: str, body: VerifyIn, request: Request, background: BackgroundTasks,
     db_session: SessionDep, settings: SettingsDep, learner_id: CurrentLearner,
@@ -77,7 +81,8 @@ def run_out(run: Run) -> RunOut:
     )
 
 
-@api.get("/runs/{run_id}", response_model=RunOut, responses={404: {}})
+@api.get("/runs/{run_id}", response_model=RunOut,
+         responses={404: {"description": "No run that this visitor may see.", **API_ERROR}})
 def get_run(run_id: RunId, db_session: SessionDep, learner_id: CurrentLearner,
             user: OptionalUser) -> RunOut:
     """A run's status and, once done, its measured result."""
@@ -87,7 +92,7 @@ def get_run(run_id: RunId, db_session: SessionDep, learner_id: CurrentLearner,
 
 # ---- Browser pages: the Verify panel, its polling fragment, and the torchrun script ----
 
-router = APIRouter(include_in_schema=False)
+router = APIRouter(include_in_schema=False, route_class=CommittingRoute)
 
 
 @router.post("/questions/{slug}/verify")
