@@ -207,7 +207,10 @@ def bank_verify(
     failed = [a for a in audits if not a.passed]
     if as_json:
         print(json.dumps([
-            {"slug": a.slug, "passed": a.passed, "combos": [
+            {"slug": a.slug, "passed": a.passed,
+             "binding_problems": [{"loc": list(p.loc), "message": str(p)}
+                                  for p in a.gate.binding_problems],
+             "combos": [
                 {**c.to_json(), "status": c.run.status if c.run else None,
                  "outcome": c.result.outcome if c.result else None, "passed": c.passed}
                 for c in a.gate.combos]}
@@ -217,6 +220,10 @@ def bank_verify(
         for col in ("question", "knobs", "check", "expected", "measured", "result"):
             table.add_column(col, overflow="fold")
         for a in audits:
+            for p in a.gate.binding_problems:
+                where = ".".join(str(part) for part in p.loc)
+                table.add_row(a.slug, "—", "key binding", escape(where), escape(str(p)),
+                              "[red]FAIL[/red]")
             for c in a.gate.combos:
                 knobs = ", ".join(f"{k}={v}" for k, v in c.params.items()) or "—"
                 if c.role != "question":

@@ -13,6 +13,7 @@ from typing import Any
 import anyio
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
+from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from sqlalchemy.exc import DataError, OperationalError
@@ -48,6 +49,9 @@ from app.verify.engine import sandbox_status
 from app.verify.knobs import InvalidKnob
 from app.verify.service import queue_state
 from app.verify.worker import WorkerPool, warm_engine
+
+# Swagger UI for /docs, vendored and pinned (static/vendor/README.md).
+SWAGGER_UI = "/static/vendor/swagger-ui-5.35.0"
 
 
 def _wants_json(request: Request) -> bool:
@@ -109,7 +113,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         engine.dispose()
 
     app = FastAPI(title="DDP Drill", version="0.1.0", lifespan=lifespan,
-                  docs_url="/docs", openapi_url="/api/v1/openapi.json")
+                  docs_url=None, redoc_url=None, openapi_url="/api/v1/openapi.json")
     app.state.settings = settings
     # One clock for the learning loop; tests replace it (app.state.clock = FixedClock(...)).
     app.state.clock = Clock(settings.clock_offset_file)
@@ -154,6 +158,17 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     def pygments_stylesheet() -> Response:
         return PlainTextResponse(css, media_type="text/css",
                                  headers={"Cache-Control": "public, max-age=3600"})
+
+    @app.get("/docs", include_in_schema=False)
+    def api_docs() -> Response:
+        # Swagger UI from static/ (vendored, pinned): FastAPI's default loads it from a CDN,
+        # which leaves /docs blank on a machine without internet.
+        return get_swagger_ui_html(
+            openapi_url="/api/v1/openapi.json", title="DDP Drill API",
+            swagger_js_url=f"{SWAGGER_UI}/swagger-ui-bundle.js",
+            swagger_css_url=f"{SWAGGER_UI}/swagger-ui.css",
+            swagger_favicon_url=f"{SWAGGER_UI}/favicon-32x32.png",
+            swagger_ui_parameters={"validatorUrl": None})
 
     @app.get("/metrics", include_in_schema=False)
     def metrics() -> Response:

@@ -9,7 +9,13 @@ from fastapi.templating import Jinja2Templates
 from app.csrf import csrf_token
 from app.practice.models import CONFIDENCE_LEVELS, REPORT_KINDS
 from app.render.markdown import highlight_code, render_inline, render_markdown
-from app.render.runs import bucket_views, error_lines, timeline_picture, value_names
+from app.render.runs import (
+    bucket_iterations,
+    bucket_views,
+    error_lines,
+    timeline_picture,
+    value_names,
+)
 from app.render.traces import static_bucket_picture, static_rank_picture
 from app.verify import knobs
 from app.verify.service import result_of
@@ -43,6 +49,7 @@ def make_templates() -> Jinja2Templates:
     env.globals["static_rank_picture"] = static_rank_picture
     env.globals["timeline_picture"] = timeline_picture
     env.globals["bucket_views"] = bucket_views
+    env.globals["bucket_iterations"] = bucket_iterations
     env.globals["error_lines"] = error_lines
     env.globals["value_names"] = value_names
     env.globals["run_result"] = result_of

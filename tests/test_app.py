@@ -163,4 +163,4 @@ def test_every_view_that_takes_a_session_commits_in_its_own_thread(app_client: T
 
     plain = [r.path for r in app_client.app.routes  # type: ignore[attr-defined]
              if isinstance(r, APIRoute) and not isinstance(r, CommittingRoute)]
-    assert sorted(plain) == ["/healthz", "/metrics", "/static-gen/pygments.css"]
+    assert sorted(plain) == ["/docs", "/healthz", "/metrics", "/static-gen/pygments.css"]

@@ -27,7 +27,7 @@ NEW_EXPECT = "- label: the run completes\n  outcome: ok\n"
 
 # Which form field a validation error belongs to, by its location in the document.
 _TOP_FIELDS = {"slug", "topic", "title", "tags", "difficulty", "type", "answer_format", "prompt",
-               "explanation", "choices", "answer", "trace", "exercise"}
+               "explanation", "choices", "answer", "trace", "exercise", "explained"}
 # An exercise's author writes at most this many hints (schema.MAX_HINTS).
 HINT_FIELDS = 3
 _VERIFY_FIELDS = {"knobs": "knobs", "expect": "expect", "audit": "audit",
@@ -96,6 +96,8 @@ class EditorForm:
     harness: str = ""
     harness_file: str = ""
     hints: list[str] = field(default_factory=lambda: [""] * HINT_FIELDS)
+    # Choices no measurement can decide, with the reason (YAML mapping: key -> reason).
+    explained: str = ""
     note: str = ""
     base_revision_id: str = ""
     errors: dict[str, list[str]] = field(default_factory=dict)
@@ -113,6 +115,7 @@ class EditorForm:
             prompt=doc.prompt, explanation=doc.explanation,
             choices=[ChoiceRow(c.text, c.correct) for c in doc.choices],
             trace=_dump(data.get("trace")), snippet=doc.snippet_text or "",
+            explained=_dump(data.get("explained")) if doc.explained else "",
             base_revision_id=str(base_revision_id or ""),
         )
         if doc.answer is not None:
@@ -162,6 +165,7 @@ class EditorForm:
             solution=get("solution"), solution_file=get("solution_file").strip(),
             harness=get("harness"), harness_file=get("harness_file").strip(),
             hints=[get(f"hint_{i}") for i in range(1, HINT_FIELDS + 1)],
+            explained=get("explained"),
             note=get("note").strip(), base_revision_id=get("base_revision_id").strip(),
         )
         for name, value in vars(made).items():
@@ -237,6 +241,9 @@ class EditorForm:
         trace = self._yaml("trace", self.trace)
         if trace is not None:
             data["trace"] = trace
+        explained = self._yaml("explained", self.explained)
+        if explained is not None:
+            data["explained"] = explained
         if self.snippet.strip():
             try:
                 compile(self.snippet, self.snippet_file or "snippet.py", "exec")

@@ -32,7 +32,7 @@ from app.deps import (
     require_author,
 )
 from app.questions.models import STATUS_DRAFT, STATUS_PUBLISHED, STATUS_RETIRED, Question, Topic
-from app.questions.schema import Expectation
+from app.questions.schema import Expectation, key_binding_problems
 from app.questions.service import revision_doc
 from app.render.markdown import highlight_code, render_markdown
 from app.templating import templates
@@ -140,6 +140,7 @@ def edit_question(
     editing = service.editing_revision(db_session=db_session, question=question)
     form = schemas.EditorForm.from_doc(revision_doc(editing), base_revision_id=editing.id)
     ctx = _editor_ctx(db_session, user, form, question)
+    ctx["binding_problems"] = key_binding_problems(revision_doc(editing))
     ctx["message"] = {"1": f"Saved as revision {editing.number}.",
                       "same": "Nothing changed, so no revision was added."}.get(saved)
     return _page(request, "editor.html", ctx)
@@ -199,7 +200,8 @@ def preview_question(request: Request, raw: FormDep, _: CSRF) -> Response:
         form.slug = "preview"
     doc = form.to_doc()
     return _page(request, "_question_preview.html",
-                 {"doc": doc, "fmt": doc.effective_format if doc else "", "form": form})
+                 {"doc": doc, "fmt": doc.effective_format if doc else "", "form": form,
+                  "binding_problems": key_binding_problems(doc) if doc else []})
 
 
 # Runs: Run now, the measured result, "expect this" -------------------------------------------

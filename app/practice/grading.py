@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -11,6 +12,29 @@ from app.questions.schema import QuestionDoc
 MULTI_RULE = (
     "Partial credit: (right picks − wrong picks) ÷ number of right choices, never below 0."
 )
+
+
+# Digits grouped in threes by commas, optionally with a decimal point: 1,400 or 12,345.5.
+_THOUSANDS = re.compile(r"[+-]?[1-9]\d{0,2}(,\d{3})+(\.\d*)?")
+
+
+def parse_number(text: str) -> tuple[float, str | None]:
+    """A typed number, accepting a decimal comma; and, when a comma was read, how.
+
+    "1,75" is 1.75 (a decimal comma); "1,400" and "12,345.5" are read with thousands
+    separators, as is any comma before a decimal point. The second value says which,
+    so the learner sees what was graded. Raises ValueError for text that is no number.
+    """
+    text = text.strip().replace("_", "").replace(" ", "")
+    if "," not in text:
+        return float(text), None
+    if _THOUSANDS.fullmatch(text):
+        value = float(text.replace(",", ""))
+        return value, f"“{text}” was read as {value:g} (commas as thousands separators)"
+    if text.count(",") == 1 and "." not in text:
+        value = float(text.replace(",", "."))
+        return value, f"“{text}” was read as {value:g} (a decimal comma)"
+    raise ValueError(text)
 
 
 class InvalidAnswer(ValueError):
@@ -55,13 +79,13 @@ def normalise_answer(doc: QuestionDoc, raw: Any) -> Any:
     if isinstance(raw, bool):
         raise InvalidAnswer("enter a number")
     if isinstance(raw, str):
-        text = raw.strip().replace(",", "").replace("_", "")
+        text = raw.strip()
         if not text:
             raise InvalidAnswer("enter a number")
         try:
-            raw = float(text)
+            raw, _how = parse_number(text)
         except ValueError:
-            raise InvalidAnswer(f"{text!r} is not a number") from None
+            raise InvalidAnswer(f"{text!r} is not a number (write 1.75 or 1,75)") from None
     if not isinstance(raw, int | float):
         raise InvalidAnswer("enter a number")
     try:

@@ -8,7 +8,7 @@ import secrets
 import time
 from typing import Any
 
-from fastapi import APIRouter, Depends, HTTPException, Request
+from fastapi import APIRouter, BackgroundTasks, Depends, HTTPException, Request
 from fastapi.responses import RedirectResponse, Response
 from sqlalchemy.orm import Session
 from starlette.datastructures import FormData
@@ -25,16 +25,28 @@ from app.deps import (
     SessionDep,
     SettingsDep,
     WriteSessionDep,
+    client_ip,
     is_htmx,
+    notify_workers,
     require_author,
 )
+from app.errors import RateLimited
 from app.practice import reports, review, service
-from app.practice.grading import MULTI_RULE, InvalidAnswer, correct_answer, tolerance_text
+from app.practice.grading import (
+    MULTI_RULE,
+    InvalidAnswer,
+    correct_answer,
+    parse_number,
+    tolerance_text,
+)
 from app.practice.models import Quiz, QuizItem
 from app.questions import service as questions_service
 from app.questions.models import Question
 from app.questions.schema import QUESTION_TYPES, QuestionDoc
+from app.settings import Settings
 from app.templating import templates
+from app.verify import access, knobs
+from app.verify.models import RUN_DONE
 from app.verify.service import latest_verdict
 
 router = APIRouter(include_in_schema=False, route_class=CommittingRoute)
@@ -74,10 +86,24 @@ def question_context(doc: QuestionDoc) -> dict[str, Any]:
             "tolerance": tolerance_text(doc) if doc.effective_format == "numeric" else ""}
 
 
-def graded_context(doc: QuestionDoc, answer: Any, score: float, correct: bool) -> dict[str, Any]:
-    """The graded state: now the answer key and the explanation may be shown."""
+def graded_context(
+    doc: QuestionDoc, answer: Any, score: float, correct: bool, typed: Any = None,
+) -> dict[str, Any]:
+    """The graded state: now the answer key and the explanation may be shown.
+
+    `typed` is the text the learner sent, when it was just sent: a number typed with a
+    comma is graded as the page then says (1,75 -> 1.75)."""
     return {**question_context(doc), "graded": True, "answer": answer, "score": score,
-            "correct": correct, "key": correct_answer(doc)}
+            "correct": correct, "key": correct_answer(doc), "reading": _reading(doc, typed)}
+
+
+def _reading(doc: QuestionDoc, typed: Any) -> str | None:
+    if doc.effective_format != "numeric" or not isinstance(typed, str):
+        return None
+    try:
+        return parse_number(typed)[1]
+    except ValueError:
+        return None
 
 
 def read_answer(form: FormData, fmt: str) -> tuple[Any, str | None]:
@@ -96,33 +122,72 @@ def _published_or_404(db_session: Any, slug: str) -> Question:
     return question
 
 
+def _topic_nav(db_session: Session, question: Question) -> dict[str, Any]:
+    """The question's topic (for the back link) and the next question in it, if any."""
+    in_topic = questions_service.list_published(db_session=db_session, topics=[question.topic])
+    slugs = [q.slug for q in in_topic]
+    position = slugs.index(question.slug) if question.slug in slugs else -1
+    following = in_topic[position + 1] if 0 <= position < len(in_topic) - 1 else None
+    return {"topic": questions_service.get_topic(db_session=db_session, slug=question.topic),
+            "next_question": following, "topic_position": position + 1,
+            "topic_count": len(in_topic)}
+
+
 @router.get("/questions/{slug}")
-def question_page(request: Request, slug: str, db_session: SessionDep) -> Response:
+def question_page(
+    request: Request, slug: str, db_session: SessionDep, learner_id: CurrentLearner,
+) -> Response:
     question = _published_or_404(db_session, slug)
     assert question.current_revision is not None
     doc = questions_service.revision_doc(question.current_revision)
     if doc.is_exercise:
         # An exercise is answered by writing code, on its own page.
         return RedirectResponse(f"/exercises/{slug}", status_code=303)
-    ctx = {**question_context(doc), "question": question, "token": new_form_token(),
+    ctx = {**question_context(doc), **_topic_nav(db_session, question), "question": question,
+           "token": new_form_token(),
+           # Someone who has answered before has made their prediction: Verify is open.
+           "answered_before": service.has_answered(db_session=db_session, learner_id=learner_id,
+                                                   question_id=question.id),
            "action": f"/questions/{slug}/answer", "revision_id": question.current_revision.id,
            "report_action": f"/questions/{slug}/report",
            "verdict": latest_verdict(db_session=db_session, revision_id=question.current_revision.id)}
     return templates.TemplateResponse(request, "questions/question.html", ctx)
 
 
+def _predicted_run(
+    request: Request, background: BackgroundTasks, settings: Settings, db_session: Session,
+    learner_id: str, doc: QuestionDoc, form: FormData,
+) -> dict[str, Any]:
+    """Run it after a prediction: the run's panel context, or the reason it could not start."""
+    assert doc.verify is not None
+    try:
+        run, cached = access.start_run(
+            db_session=db_session, slug=doc.slug, params=knobs.from_form(doc.verify, form),
+            learner_id=learner_id, client_ip=client_ip(request),
+            limit_per_minute=settings.verify_rate_per_minute)
+    except (knobs.InvalidKnob, RateLimited) as exc:
+        return {"run_error": str(exc)}
+    if run.status != RUN_DONE:
+        background.add_task(notify_workers, request)
+    panel = access.run_panel(db_session=db_session, run=run, learner_id=learner_id,
+                             slug=doc.slug, prev_id=None)
+    return {"first_run": {**panel.context(), "cached": cached, "prev_id": None}}
+
+
 @router.post("/questions/{slug}/answer")
 def answer_page(
-    request: Request, slug: str, form: FormDep, db_session: SessionDep, learner_id: CurrentLearner,
-    clock: ClockDep, _: CSRF,
+    request: Request, slug: str, form: FormDep, background: BackgroundTasks, db_session: SessionDep,
+    settings: SettingsDep, learner_id: CurrentLearner, clock: ClockDep, _: CSRF,
 ) -> Response:
     return _answer_standalone(request, slug, form, db_session, learner_id, clock,
-                              action=f"/questions/{slug}/answer", page="questions/question.html")
+                              action=f"/questions/{slug}/answer", page="questions/question.html",
+                              run_with=(background, settings))
 
 
 def _answer_standalone(
     request: Request, slug: str, form: FormData, db_session: Session, learner_id: str,
     clock: Clock, *, action: str, page: str, extra: dict[str, Any] | None = None,
+    run_with: tuple[BackgroundTasks, Settings] | None = None,
 ) -> Response:
     """Grade a standalone answer (the question page, or the Review page) and schedule its card."""
     question = _published_or_404(db_session, slug)
@@ -130,13 +195,18 @@ def _answer_standalone(
     doc = questions_service.revision_doc(question.current_revision)
     raw, token = read_answer(form, doc.effective_format)
     base = {"question": question, "action": action, "revision_id": question.current_revision.id,
-            "report_action": f"/questions/{slug}/report", **(extra or {})}
+            "report_action": f"/questions/{slug}/report", **_topic_nav(db_session, question),
+            **(extra or {})}
+    # "Run it" before answering (the question page only): the answer is the learner's
+    # prediction, graded first, then the run starts.
+    then_run = run_with is not None and (
+        form.get("then_run") == "1" or request.query_params.get("then_run") == "1")
     try:
         _attempt, grade = service.answer_question(
             db_session=db_session, learner_id=learner_id, question=question, raw_answer=raw,
             token=token, time_taken_ms=time_taken_ms(token),
             confidence=service.clean_confidence(form.get("confidence")), now=clock.now())
-        ctx = {**base, **graded_context(doc, grade.answer, grade.score, grade.correct)}
+        ctx = {**base, **graded_context(doc, grade.answer, grade.score, grade.correct, raw)}
         status = 200
     except service.AlreadyAnswered as exc:
         prior = exc.attempt
@@ -144,9 +214,13 @@ def _answer_standalone(
                "notice": "This answer was already submitted; the first submission counts."}
         status = 409
     except InvalidAnswer as exc:
-        ctx = {**base, **question_context(doc), "error": str(exc), "token": token,
+        message = f"Predict first: {exc}." if then_run else str(exc)
+        ctx = {**base, **question_context(doc), "error": message, "token": token,
                "previous": raw, "previous_confidence": form.get("confidence")}
         status = 422
+    if then_run and run_with is not None and ctx.get("graded") and doc.verify is not None:
+        ctx["predicted"] = True
+        ctx.update(_predicted_run(request, *run_with, db_session, learner_id, doc, form))
     if is_htmx(request):
         # The graded fragment also swaps the Verify panel (out of band) into its answered form.
         ctx["oob_panel"] = True
@@ -192,8 +266,15 @@ def start_quiz(
                                   difficulty=difficulty, count=count or DEFAULT_QUIZ_LENGTH,
                                   types=types)
     except service.NoQuestions:
-        raise HTTPException(
-            422, "No published question matches those topics, difficulty and formats.") from None
+        # The home page again, with the learner's choices kept and the reason on the form.
+        summaries = questions_service.topic_summaries(db_session=db_session)
+        return templates.TemplateResponse(request, "questions/home.html", {
+            "summaries": summaries, "groups": questions_service.topic_groups(summaries),
+            "total": sum(s.count for s in summaries), "types": QUESTION_TYPES,
+            "quiz_error": "No published question matches those topics, difficulty and formats; "
+                          "tick more topics or formats, or pick another difficulty.",
+            "picked": {"topics": topics, "difficulty": difficulty, "types": types,
+                       "count": count or DEFAULT_QUIZ_LENGTH}}, status_code=422)
     return RedirectResponse(f"/quizzes/{quiz.id}/1", status_code=303)
 
 
@@ -219,6 +300,8 @@ def _item_context(db_session: Session, quiz: Quiz, item: QuizItem, total: int) -
                          else f"/quizzes/{quiz.id}/summary"),
             # Verify runs (and a report names) the revision this quiz is pinned to.
             "revision_id": item.revision_id,
+            # In a quiz the run comes after the answer: never run to peek.
+            "answer_first": True,
             "report_action": f"/questions/{view.question.slug}/report",
             "verdict": latest_verdict(db_session=db_session, revision_id=item.revision_id)}
     if view.attempt is not None:
@@ -270,7 +353,7 @@ def quiz_answer(
         _attempt, grade = service.answer_item(
             db_session=db_session, learner_id=learner_id, item=item, raw_answer=raw,
             confidence=service.clean_confidence(form.get("confidence")), now=clock.now())
-        ctx.update(graded_context(ctx["doc"], grade.answer, grade.score, grade.correct))
+        ctx.update(graded_context(ctx["doc"], grade.answer, grade.score, grade.correct, raw))
     except service.AlreadyAnswered as exc:
         a = exc.attempt
         ctx.update(graded_context(ctx["doc"], a.answer, a.score, a.correct))
@@ -312,6 +395,8 @@ def review_page(
         return RedirectResponse(f"/exercises/{question.slug}", status_code=303)
     ctx = {**question_context(doc), "question": question, "token": new_form_token(),
            "due_count": count, "card": due[0].card,
+           # Review is recall, like a quiz: the run comes after the answer.
+           "answer_first": True,
            "action": f"/review/{question.slug}/answer", "revision_id": question.current_revision.id,
            "report_action": f"/questions/{question.slug}/report",
            "verdict": latest_verdict(db_session=db_session,
@@ -326,7 +411,8 @@ def review_answer(
 ) -> Response:
     return _answer_standalone(request, slug, form, db_session, learner_id, clock,
                               action=f"/review/{slug}/answer", page="practice/review.html",
-                              extra={"next_url": "/review", "due_count": None})
+                              extra={"next_url": "/review", "due_count": None,
+                                     "answer_first": True})
 
 
 @router.get("/me/nav")

@@ -86,9 +86,22 @@ def rank_lanes(result: RunResult) -> tuple[list[Lane], float]:
                                    f"blocked in {label} from {since:.1f} ms until the run was stopped"))
         lane.spans = [Span(max(0.0, sp.start - t0), max(0.0, sp.end - t0), sp.kind, sp.label, sp.title)
                       for sp in lane.spans[:MAX_SPANS_PER_LANE]]
-        lane.marks = [Mark(max(0.0, m.t - t0), m.kind, m.label) for m in lane.marks]
+        lane.marks = [Mark(max(0.0, m.t - t0), m.kind, m.label) for m in _end_marker(lane.marks)]
         lanes.append(lane)
     return lanes, max(0.0, t_end - t0)
+
+
+def _end_marker(marks: list[Mark]) -> list[Mark]:
+    """One end marker per rank, as the legend reads: ✕ if it raised, else ■ where it finished.
+
+    A rank that raised also exits, and a finished snippet is followed by the process exit;
+    drawing each would put two symbols on one lane.
+    """
+    errors = [m for m in marks if m.kind == "error"]
+    if errors:
+        return [errors[0]]
+    exits = [m for m in marks if m.kind == "exit"]
+    return [exits[0]] if exits else marks
 
 
 def timeline_picture(result: RunResult, svg_id: str = "run-timeline") -> Markup:
@@ -124,7 +137,48 @@ class BucketView:
                           title=f"Gradient buckets on rank {self.rank}, iteration {self.iteration}")
 
 
-def bucket_views(result: RunResult, *, max_views: int = 4) -> list[BucketView]:
+# A run may reduce buckets in many iterations; the page offers this many to pick from.
+MAX_BUCKET_ITERATIONS = 12
+
+
+@dataclass
+class BucketIterations:
+    """The bucket charts grouped by iteration: the ones offered, and how many were measured."""
+
+    shown: list[tuple[int, list[BucketView]]]
+    total: int
+    # Iterations the question's expectations ask about (shown first, open).
+    asked: list[int]
+
+    @property
+    def partial(self) -> bool:
+        return len(self.shown) < self.total
+
+
+def asked_iterations(doc: Any) -> list[int]:
+    """Iterations a question's bucket expectations name (bucket_count, bucket_order)."""
+    verify = getattr(doc, "verify", None)
+    found: set[int] = set()
+    for e in (verify.expect if verify is not None else []):
+        for check in (e.bucket_count, e.bucket_order):
+            if check is not None and check.iteration is not None:
+                found.add(check.iteration)
+    return sorted(found)
+
+
+def bucket_iterations(result: RunResult, doc: Any = None,
+                      limit: int = MAX_BUCKET_ITERATIONS) -> BucketIterations:
+    """Every measured iteration's bucket charts, grouped; the first `limit` iterations and any the
+    question asks about are offered."""
+    by_iteration: dict[int, list[BucketView]] = defaultdict(list)
+    for view in bucket_views(result, max_views=None):
+        by_iteration[view.iteration].append(view)
+    asked = [i for i in asked_iterations(doc) if i in by_iteration]
+    keep = sorted(set(sorted(by_iteration)[:limit]) | set(asked))
+    return BucketIterations([(i, by_iteration[i]) for i in keep], len(by_iteration), asked)
+
+
+def bucket_views(result: RunResult, *, max_views: int | None = 4) -> list[BucketView]:
     """Bucket charts per (rank, iteration), earliest first; times relative to the run start."""
     backward_end: dict[tuple[int, int], float] = {}
     forward_end: dict[tuple[int, int], float] = {}
@@ -165,7 +219,7 @@ def bucket_views(result: RunResult, *, max_views: int = 4) -> list[BucketView]:
         compute_end = (max(0.0, end_abs - t0) if end_abs is not None
                        else max((r.last_ready for r in rows), default=0.0))
         views.append(BucketView(rank, iteration, rows, compute_end, recs))
-    return views[:max_views]
+    return views if max_views is None else views[:max_views]
 
 
 def error_lines(result: RunResult) -> list[int]:

@@ -16,7 +16,8 @@ from markupsafe import Markup
 WIDTH = 720
 LABEL_W = 70
 LANE_H = 34
-AXIS_H = 26
+# Tick numbers on one line, the unit on its own line below them (never over a tick).
+AXIS_H = 40
 PAD = 8
 
 # Span kinds and their fill colours (also used by the legend in the templates).
@@ -95,10 +96,12 @@ def _axis(x: Callable[[float], float], t_max: float, y: float, unit: str,
     for t in _ticks(t_max):
         xx = x(t)
         out.append(f'<line x1="{xx:.1f}" y1="{y}" x2="{xx:.1f}" y2="{y + 4}" class="axis" stroke="#9ca3af"/>')
-        out.append(f'<text x="{xx:.1f}" y="{y + 16}" class="tick" text-anchor="middle">'
+        # A number centred on a tick near the right edge would be cut off by it.
+        anchor = "end" if xx > WIDTH - PAD - 16 else "middle"
+        out.append(f'<text x="{xx:.1f}" y="{y + 16}" class="tick" text-anchor="{anchor}">'
                    f'{_fmt(t)}</text>')
-    # The unit sits under the lane labels, clear of the last tick's number.
-    out.append(f'<text x="4" y="{y + 16}" class="tick unit">{escape(unit)}</text>')
+    # The unit gets a line of its own under the numbers: beside them it ran into the first ones.
+    out.append(f'<text x="{LABEL_W}" y="{y + 32}" class="tick unit">{escape(unit)}</text>')
     return out
 
 

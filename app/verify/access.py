@@ -23,7 +23,7 @@ from app.questions.service import get_published, revision_doc
 from app.render.runs import Change, compare
 from app.verify import service
 from app.verify.engine.result import RunResult
-from app.verify.expectations import CheckResult, evaluate
+from app.verify.expectations import CheckResult, ChoiceEvidence, choice_evidence, evaluate
 from app.verify.models import PRIORITY_LEARNER_CODE, PRIORITY_SHARED, RUN_DONE, RUN_FAILED, Run
 
 # Fresh runs per learner are counted over this window.
@@ -114,9 +114,17 @@ def visible_run(*, db_session: Session, run_id: int, learner_id: str, is_author:
         if question is not None and question.status == STATUS_PUBLISHED and (
                 question.current_revision_id == revision.id
                 or practice.is_pinned(db_session=db_session, learner_id=learner_id,
-                                      revision_id=revision.id)):
+                                      revision_id=revision.id)
+                or _runs_current_snippet(question, run)):
             return run
     raise NotFound(f"No run {run_id}.")
+
+
+def _runs_current_snippet(question: Question, run: Run) -> bool:
+    """A run made for an older revision whose snippet the current one kept: the cache hands it
+    to today's learners (start_run), so they may read it."""
+    current = question.current_revision
+    return current is not None and revision_doc(current).snippet_text == run.snippet_text
 
 
 @dataclass
@@ -127,52 +135,95 @@ class RunPanel:
     result: RunResult | None
     slug: str | None
     question: Question | None = None
+    # The revision the learner is looking at, and its document: its key and expectations are
+    # the ones shown, whichever revision the (cached) run was first made for.
+    revision: QuestionRevision | None = None
     doc: QuestionDoc | None = None
+    # The revision the run was made for, when it is another one.
+    run_revision: QuestionRevision | None = None
+    # False when the run executed another snippet than this revision's: its measurement says
+    # nothing about this revision's expectations.
+    same_snippet: bool = True
     # The answer key and the checks against it, once this learner has answered.
     reveal: bool = False
     checks: list[CheckResult] | None = None
+    choices: list[ChoiceEvidence] | None = None
     prev: Run | None = None
     changes: list[Change] | None = None
 
     def context(self) -> dict[str, Any]:
         return {"run": self.run, "slug": self.slug, "question": self.question, "doc": self.doc,
-                "reveal": self.reveal, "checks": self.checks, "prev": self.prev,
+                "revision": self.revision, "run_revision": self.run_revision,
+                "rev_id": self.revision.id if self.revision is not None else None,
+                "same_snippet": self.same_snippet, "reveal": self.reveal, "checks": self.checks,
+                "choice_evidence": self.choices or [], "prev": self.prev,
                 "changes": self.changes or []}
+
+
+def viewed_revision(
+    *, db_session: Session, question: Question, revision_id: int | None, learner_id: str,
+) -> QuestionRevision:
+    """The revision a learner is looking at: a pinned one they may see, else the current one."""
+    try:
+        return pick_revision(db_session=db_session, question=question, revision_id=revision_id,
+                             learner_id=learner_id)
+    except NotFound:
+        assert question.current_revision is not None
+        return question.current_revision
 
 
 def run_panel(
     *, db_session: Session, run: Run, learner_id: str, slug: str | None, prev_id: int | None,
+    revision_id: int | None = None,
 ) -> RunPanel:
-    """The panel of a run: its result, and (once answered) the checks against the key."""
+    """The panel of a run: its result, and (once answered) the checks against the key of the
+    revision the learner is looking at (`revision_id`, else the question's current one).
+
+    Runs are cached by snippet and knobs, so a run may have been made for an older revision
+    with the same snippet; expectations are declarative, so it is re-checked against this
+    revision's without running again.
+    """
     panel = RunPanel(run, service.result_of(run), slug)
-    revision = (db_session.get(QuestionRevision, run.question_revision_id)
-                if run.question_revision_id else None)
-    if revision is not None:
-        question = db_session.get(Question, revision.question_id)
-        if question is not None and question.status == STATUS_PUBLISHED:
-            # The expectations of the revision that ran (a pinned quiz may run an older one).
-            panel.question, panel.doc, panel.slug = question, revision_doc(revision), question.slug
-            # An exercise's checks (some hidden) are shown only by app.verify.exercise.
-            panel.reveal = not panel.doc.is_exercise and practice.has_answered(
-                db_session=db_session, learner_id=learner_id, question_id=question.id)
-            if panel.reveal and panel.result is not None and panel.doc.verify is not None:
-                panel.checks = evaluate(panel.doc.verify.expect, panel.result,
-                                        dict(run.params or {}), run.world_size)
+    run_revision = (db_session.get(QuestionRevision, run.question_revision_id)
+                    if run.question_revision_id else None)
+    question = (db_session.get(Question, run_revision.question_id)
+                if run_revision is not None else None)
+    if (question is not None and question.status == STATUS_PUBLISHED
+            and question.current_revision is not None):
+        revision = viewed_revision(db_session=db_session, question=question,
+                                   revision_id=revision_id, learner_id=learner_id)
+        doc = revision_doc(revision)
+        panel.question, panel.revision, panel.doc, panel.slug = (
+            question, revision, doc, question.slug)
+        if run_revision is not None and run_revision.id != revision.id:
+            panel.run_revision = run_revision
+        panel.same_snippet = run.snippet_text == doc.snippet_text
+        # An exercise's checks (some hidden) are shown only by app.verify.exercise.
+        panel.reveal = not doc.is_exercise and practice.has_answered(
+            db_session=db_session, learner_id=learner_id, question_id=question.id)
+        if (panel.reveal and panel.result is not None and doc.verify is not None
+                and panel.same_snippet):
+            params = dict(run.params or {})
+            panel.checks = evaluate(doc.verify.expect, panel.result, params, run.world_size)
+            panel.choices = choice_evidence(doc, panel.result, params, run.world_size)
     if prev_id and prev_id != run.id:
         prev = service.get_run(db_session=db_session, run_id=prev_id)
         before = service.result_of(prev) if prev is not None else None
         if (prev is not None and before is not None and panel.result is not None
-                and prev.question_revision_id == run.question_revision_id):
+                and prev.snippet_text == run.snippet_text):
             panel.prev, panel.changes = prev, compare(before, panel.result)
     return panel
 
 
 def comparable_previous(*, db_session: Session, run: Run, prev_id: int | None) -> Run | None:
-    """The earlier finished run of the same revision to show beside this one, if any."""
+    """The earlier finished run of the same snippet to show beside this one, if any.
+
+    The same snippet, not the same revision: the cache may answer one knob combination with
+    a run made for an earlier revision that had this snippet.
+    """
     if not prev_id or prev_id == run.id:
         return None
     prev = service.get_run(db_session=db_session, run_id=prev_id)
-    if (prev is None or prev.status != RUN_DONE
-            or prev.question_revision_id != run.question_revision_id):
+    if (prev is None or prev.status != RUN_DONE or prev.snippet_text != run.snippet_text):
         return None
     return prev

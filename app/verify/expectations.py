@@ -11,7 +11,7 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from app.questions.schema import Expectation, KnobValue
+from app.questions.schema import Expectation, KnobValue, QuestionDoc
 from app.verify.engine.result import RankResult, RunResult
 
 
@@ -146,3 +146,59 @@ def evaluate(
 ) -> list[CheckResult]:
     """Every expectation that applies to this run's knobs, checked against its result."""
     return [check(e, result) for e in expectations if applies(e, params, world_size)]
+
+
+def evaluate_each(
+    expectations: list[Expectation], result: RunResult, params: dict[str, KnobValue],
+    world_size: int,
+) -> list[tuple[Expectation, CheckResult]]:
+    """Like evaluate, keeping each check beside the expectation it came from."""
+    return [(e, check(e, result)) for e in expectations if applies(e, params, world_size)]
+
+
+@dataclass(frozen=True)
+class ChoiceEvidence:
+    """What one run says about one choice, through the expectations bound to it."""
+
+    key: str
+    text: str
+    correct: bool
+    supported_by: list[CheckResult]
+    ruled_out_by: list[CheckResult]
+    # Labels of bound expectations that apply only to other knob values.
+    elsewhere: list[str]
+    explained: str | None
+
+    @property
+    def status(self) -> str:
+        if self.explained is not None:
+            return "explained"
+        checks = self.supported_by + self.ruled_out_by
+        if any(not c.passed for c in checks):
+            return "contradicted"
+        if self.supported_by:
+            return "supported"
+        if self.ruled_out_by:
+            return "ruled out"
+        return "elsewhere" if self.elsewhere else "unbound"
+
+
+def choice_evidence(
+    doc: QuestionDoc, result: RunResult, params: dict[str, KnobValue], world_size: int,
+) -> list[ChoiceEvidence]:
+    """Per choice of a single or multi question: the checks of this run that support it or rule
+    it out, or the reason it is explained rather than measured. Empty for numeric questions."""
+    if doc.verify is None or not doc.choices:
+        return []
+    checked = evaluate_each(doc.verify.expect, result, params, world_size)
+    out = []
+    for c in doc.choices:
+        elsewhere = [e.label for e in doc.verify.expect
+                     if (c.key in e.supports or c.key in e.rules_out)
+                     and not applies(e, params, world_size)]
+        out.append(ChoiceEvidence(
+            key=c.key, text=c.text, correct=c.correct,
+            supported_by=[r for e, r in checked if c.key in e.supports],
+            ruled_out_by=[r for e, r in checked if c.key in e.rules_out],
+            elsewhere=elsewhere, explained=doc.explained.get(c.key)))
+    return out

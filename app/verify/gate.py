@@ -3,8 +3,11 @@
 One rule, used by the author's Publish button and by `ddpdrill bank verify`:
 plan the revision's audited knob combinations (the same cache keys either way),
 look up each combination's live run, check the expectations that apply to it,
-and pass only when every combination has a finished run whose checks all pass.
-Both write the outcome as a `Verdict` with the same shape.
+and pass only when every combination has a finished run whose checks all pass
+and the expectations are bound to the answer key without disagreement
+(`key_binding_problems`: each choice supported or ruled out by a measurement, or
+explained; a numeric key equal to the measured value). Both write the outcome as
+a `Verdict` with the same shape.
 
 An exercise is gated twice over on each audited combination: its reference
 solution must pass every check (visible and hidden), and its starter must fail
@@ -19,7 +22,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from app.questions.models import QuestionRevision
-from app.questions.schema import QuestionDoc
+from app.questions.schema import FieldError, QuestionDoc, key_binding_problems
 from app.questions.service import revision_doc
 from app.verify import service
 from app.verify.engine.result import RunResult
@@ -99,6 +102,7 @@ class Gate:
     torch_version: str
     combos: list[ComboCheck]
     has_snippet: bool
+    binding_problems: list[FieldError] = field(default_factory=list)
 
     @property
     def is_exercise(self) -> bool:
@@ -106,7 +110,7 @@ class Gate:
 
     @property
     def passed(self) -> bool:
-        if not (self.has_snippet and self.combos):
+        if not (self.has_snippet and self.combos) or self.binding_problems:
             return False
         if self.is_exercise:
             refs = [c for c in self.combos if c.role == ROLE_REFERENCE]
@@ -128,6 +132,11 @@ class Gate:
             return "this question has no snippet; only an admin may publish it, with an override"
         if self.passed:
             return "every expectation passes on torch " + self.torch_version
+        if self.binding_problems:
+            n = len(self.binding_problems)
+            return (f"the answer key and the expectations disagree ({n} problem"
+                    f"{'' if n == 1 else 's'}): " + "; ".join(
+                        str(p) for p in self.binding_problems))
         missing = sum(1 for c in self.combos if c.run is None)
         if missing:
             return (f"{_combinations(missing)} not run on torch {self.torch_version} yet: "
@@ -196,7 +205,8 @@ def check(*, db_session: Session, revision: QuestionRevision, versions: tuple[st
         result = service.result_of(run) if run is not None else None
         checks = evaluate(doc.verify.expect, result, req.params, req.world_size) if result else []
         combos.append(ComboCheck(req.params, req.world_size, run, result, checks, role))
-    return Gate(revision.id, versions[0], combos, has_snippet=True)
+    return Gate(revision.id, versions[0], combos, has_snippet=True,
+                binding_problems=key_binding_problems(doc))
 
 
 def record(*, db_session: Session, gate: Gate) -> Verdict:

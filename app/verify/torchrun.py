@@ -1,9 +1,17 @@
-"""A question's snippet wrapped so it runs unchanged under `torchrun` on a learner's machine."""
+"""A question's snippet wrapped so it runs unchanged under `torchrun` on a learner's machine.
+
+The script reproduces the page: the process group carries the run's timeout (gloo's
+default is 30 minutes, so a hang question would otherwise sit for half an hour), and
+each rank ends by printing the outcome the page diagnoses: finished, raised, or left
+blocked in a collective until the timeout.
+"""
 
 from __future__ import annotations
 
 import json
 from typing import Any
+
+from app.verify.engine.limits import Limits
 
 TEMPLATE = '''#!/usr/bin/env python3
 """{title}
@@ -13,15 +21,35 @@ From DDP Drill (question: {slug}). Run it with:
     torchrun --nproc_per_node={world_size} {filename}
 
 It sets up what DDP Drill's harness gives a snippet (a gloo process group and the
-globals rank, world_size, params and report), then runs the snippet unchanged.
+globals rank, world_size, params and report), then runs the snippet unchanged. The
+process group times out after {timeout_s:g} s, as on DDP Drill (whose run is stopped
+at {run_timeout_s:g} s), so a rank left waiting in a collective raises instead of
+waiting for gloo's 30-minute default.
+Each rank prints its outcome last (finished, raised, or blocked until the timeout).
+Without NumPy installed, torchrun itself warns "Failed to initialize NumPy" before
+the ranks start; it is harmless (PYTHONWARNINGS="ignore:Failed to initialize NumPy"
+silences it).
 """
 import json
 import os
+import sys
+import traceback
+import warnings
+from datetime import timedelta
 
-import torch
-import torch.distributed as dist
+# torch warns at import when NumPy is missing; nothing here needs NumPy.
+warnings.filterwarnings("ignore", message=".*NumPy.*")
 
-dist.init_process_group("gloo")
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+
+TIMEOUT_S = {timeout_s!r}
+# Ranks start at different speeds on a busy machine; start-up gets its own allowance, and
+# the group's timeout is the run's from the first collective of the snippet on.
+STARTUP_TIMEOUT_S = 300
+dist.init_process_group("gloo", timeout=timedelta(seconds=max(STARTUP_TIMEOUT_S, TIMEOUT_S)))
+dist.barrier()
+dist.distributed_c10d._set_pg_timeout(timedelta(seconds=TIMEOUT_S))
 rank = dist.get_rank()
 world_size = dist.get_world_size()
 torch.set_num_threads(1)
@@ -35,6 +63,15 @@ def report(name, value):
     print(f"[rank {{rank}}] {{name}} = {{json.dumps(value, default=str)}}", flush=True)
 
 
+def outcome(exc):
+    """The outcome DDP Drill's diagnosis gives this rank."""
+    text = f"{{type(exc).__name__}}: {{exc}}"
+    if "Timed out" in text or "timed out" in text or "Timeout" in text:
+        return ("timeout: blocked in a collective for the whole process-group timeout "
+                f"({{TIMEOUT_S:g}} s); another rank never joined it ({{text.splitlines()[0]}})")
+    return f"error: raised {{text}}"
+
+
 SNIPPET = {snippet!r}
 
 try:
@@ -42,16 +79,29 @@ try:
         "__name__": "__snippet__", "rank": rank, "world_size": world_size,
         "params": params, "report": report,
     }})
-finally:
-    if dist.is_initialized():
-        dist.destroy_process_group()
+except BaseException as exc:  # the outcome is printed, then the rank fails as it did
+    traceback.print_exc()
+    print(f"[rank {{rank}}] outcome: {{outcome(exc)}}", flush=True)
+    # Skip destroy_process_group: with a peer gone or still waiting it can block again.
+    sys.stdout.flush()
+    os._exit(1)
+print(f"[rank {{rank}}] outcome: finished", flush=True)
+dist.destroy_process_group()
 '''
 
 
 def torchrun_script(*, slug: str, title: str, snippet: str, world_size: int,
-                    params: dict[str, Any]) -> str:
-    """A self-contained script: `torchrun --nproc_per_node=N <file>` runs the snippet as DDP Drill does."""
+                    params: dict[str, Any], timeout_s: float = 10.0) -> str:
+    """A self-contained script: `torchrun --nproc_per_node=N <file>` runs the snippet as DDP Drill
+    does, with the process-group timeout of a run of `timeout_s`, and prints each rank's
+    outcome."""
     return TEMPLATE.format(
         title=title.replace('"""', "'''"), slug=slug, world_size=world_size,
         filename=f"{slug}.py", params_json=json.dumps(params, sort_keys=True), snippet=snippet,
+        timeout_s=round(pg_timeout_s(timeout_s), 3), run_timeout_s=float(timeout_s),
     )
+
+
+def pg_timeout_s(run_timeout_s: float) -> float:
+    """The gloo group's timeout in a run of this length (the engine's own rule)."""
+    return Limits(timeout_s=float(run_timeout_s)).pg_timeout_s

@@ -121,16 +121,18 @@ def verify_form(
         return templates.TemplateResponse(request, "verify/_error.html", {"message": str(exc)},
                                           status_code=status)
     if not is_htmx(request):
-        target = f"/runs/{run.id}?slug={slug}" + (f"&prev={prev_id}" if prev_id else "")
+        target = (f"/runs/{run.id}?slug={slug}" + (f"&prev={prev_id}" if prev_id else "")
+                  + (f"&rev={rev_id}" if rev_id else ""))
         return RedirectResponse(target, status_code=303)
     ctx = access.run_panel(db_session=db_session, run=run, learner_id=learner_id, slug=slug,
-                           prev_id=prev_id).context()
+                           prev_id=prev_id, revision_id=rev_id).context()
     ctx.update(cached=cached, prev_id=prev_id)
     prev_run = access.comparable_previous(db_session=db_session, run=run, prev_id=prev_id)
     if prev_run is not None:
         prev = access.run_panel(db_session=db_session, run=prev_run, learner_id=learner_id,
-                                slug=slug, prev_id=None)
-        ctx.update(prev_run=prev_run, prev_checks=prev.checks)
+                                slug=slug, prev_id=None, revision_id=rev_id)
+        ctx.update(prev_run=prev_run, prev_checks=prev.checks,
+                   prev_choice_evidence=prev.choices or [])
         return templates.TemplateResponse(request, "verify/_pair.html", ctx)
     return templates.TemplateResponse(request, "verify/_run.html", ctx)
 
@@ -140,13 +142,14 @@ def run_page(
     run_id: RunId, request: Request, db_session: SessionDep, learner_id: CurrentLearner,
     user: OptionalUser, slug: str | None = None,
     prev: Annotated[int | None, Query(ge=1, le=MAX_ID)] = None,
+    rev: Annotated[int | None, Query(ge=1, le=MAX_ID)] = None,
 ) -> Response:
     """A run as a page, or (for htmx polling) as the fragment that replaces itself."""
     run = access.visible_run(db_session=db_session, run_id=run_id, learner_id=learner_id,
                              is_author=user is not None)
     template = "verify/_run.html" if is_htmx(request) else "verify/run_page.html"
     panel = access.run_panel(db_session=db_session, run=run, learner_id=learner_id, slug=slug,
-                             prev_id=prev)
+                             prev_id=prev, revision_id=rev)
     return templates.TemplateResponse(request, template, {**panel.context(), "prev_id": prev})
 
 
@@ -160,7 +163,8 @@ def torchrun_download(slug: str, request: Request, db_session: SessionDep) -> Re
         raise HTTPException(404, "This question has no snippet to run.")
     world_size, params = knobs.resolve(doc.verify, knobs.from_form(doc.verify, request.query_params))
     script = torchrun_script(slug=slug, title=doc.title, snippet=doc.snippet_text,
-                             world_size=world_size, params=params)
+                             world_size=world_size, params=params,
+                             timeout_s=doc.verify.timeout_s)
     return PlainTextResponse(script, media_type="text/x-python", headers={
         "Content-Disposition": f'attachment; filename="{slug}.py"'})
 

@@ -12,9 +12,12 @@ from tests.factories import parse
 
 SNIPPET = 'report("g", 1.5 * params["scale"])\n'
 KNOBS = "scale:\n  label: Input scale\n  values: [1, 2]\n  default: 1\n"
+# The first check binds the key of question_fields (b, "The mean") to the measurement.
 EXPECT_PASS = ("- label: mean on every rank\n  when: {scale: 1}\n  value: {name: g, rank: all, equals: 1.5}\n"
+               "  supports: [b]\n  rules_out: [a, c]\n"
                "- label: the run completes\n  outcome: ok\n")
-EXPECT_FAIL = "- label: wrong on purpose\n  value: {name: g, rank: all, equals: 99}\n"
+EXPECT_FAIL = ("- label: wrong on purpose\n  value: {name: g, rank: all, equals: 99}\n"
+               "  supports: [b]\n  rules_out: [a, c]\n")
 
 
 def serialize(form: Tag) -> list[tuple[str, str]]:

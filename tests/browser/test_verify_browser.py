@@ -69,9 +69,30 @@ def test_answer_then_verify_shows_the_measured_average_on_both_ranks(page: Any) 
     shot(page, "verify-average")
 
 
+def predict_number(page: Any, value: str) -> None:
+    """Type a prediction and press "Run it" before answering: graded, then run."""
+    page.locator("#answer-input").fill(value)
+    page.get_by_role("button", name="Run it").click()
+    page.locator(".graded").wait_for()
+
+
+def test_run_it_before_answering_grades_the_prediction_and_runs(page: Any) -> None:
+    page.goto("/questions/averaged-gradient-world-size")
+    # Without a prediction, Run it asks for one and runs nothing.
+    page.get_by_role("button", name="Run it").click()
+    page.locator("#answer-area .error", has_text="Predict first").wait_for()
+    assert page.locator(".run").count() == 0
+    page.locator("select[name='knob.world_size']").select_option("2")
+    predict_number(page, "1,5")
+    run = page.locator("#verify-result .run.done")
+    run.wait_for()
+    assert values(page, run, "weight_grad") == ["1.5", "1.5"]
+    assert "prediction" in page.locator(".prediction-note").inner_text()
+
+
 def test_changing_a_knob_shows_the_second_result_beside_the_first(page: Any) -> None:
     page.goto("/questions/averaged-gradient-world-size")
-    page.locator(".verify-button").click()
+    predict_number(page, "2.5")
     page.locator(".run.done").wait_for()
     page.locator("select[name='knob.world_size']").select_option("2")
     page.locator(".verify-button").click()
@@ -108,7 +129,8 @@ def test_result_panel_fits_a_phone_screen(browser: Any, verify_server: str) -> N
     page = context.new_page()
     try:
         page.goto("/questions/averaged-gradient-two-ranks")
-        page.locator(".verify-button").click()
+        page.get_by_label("model.weight.grad after backward()", exact=False).check()
+        page.get_by_role("button", name="Run it").click()
         page.locator(".run.done").wait_for()
         overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
         assert overflow <= 0
@@ -125,11 +147,15 @@ def test_copy_as_torchrun_script_puts_the_wrapped_snippet_on_the_clipboard(
     page = context.new_page()
     try:
         page.goto("/questions/averaged-gradient-world-size")
+        page.locator("#answer-input").fill("2.5")
+        page.get_by_role("button", name="Submit answer").click()
+        page.locator("#verify-panel form.knobs-form").wait_for()
         page.locator("select[name='knob.world_size']").select_option("3")
         page.get_by_role("button", name="Copy as a torchrun script").click()
         page.locator(".copy-status", has_text="Copied").wait_for()
         copied = page.evaluate("navigator.clipboard.readText()")
-        assert "dist.init_process_group(\"gloo\")" in copied
+        assert "dist.init_process_group(\"gloo\", timeout=" in copied
+        assert "_set_pg_timeout(timedelta(seconds=TIMEOUT_S))" in copied
         assert '{"world_size": 3}' in copied
         assert "knob.world_size=3" in page.locator(".torchrun-download").get_attribute("href")
     finally:

@@ -47,8 +47,10 @@ def _draft_of_fixture_single(factory: sessionmaker[Session], marker: str) -> int
 
 
 def _verify_form(client: TestClient, **extra: str) -> dict[str, str]:
-    _, data = form_fields(parse(client.get("/questions/fixture-single")), "form.knobs-form")
-    return {**data, **extra}
+    # Before answering, the page offers "Run it" inside the answer form (predict, then run);
+    # the verify endpoint itself takes the same CSRF token.
+    _, data = form_fields(parse(client.get("/questions/fixture-single")), "form#answer-form")
+    return {"csrf_token": data["csrf_token"], **extra}
 
 
 def test_an_authors_draft_run_is_invisible_to_learners(
@@ -79,8 +81,11 @@ def test_a_quiz_pinned_to_an_older_revision_verifies_that_revision(
         pinned = q.current_revision_id
         assert q.current_revision is not None
         doc = revision_doc(q.current_revision)
+        # A newer snippet too: a run of the same snippet would be the current revision's as
+        # well (the cache hands it to anyone), so only a changed one keeps the old run private.
         add_revision(db_session=s, question=q, source="editor",
-                     doc=doc.model_copy(update={"title": "A newer wording"}))
+                     doc=doc.model_copy(update={"title": "A newer wording",
+                                                "snippet_text": f"{doc.snippet_text}# reworded\n"}))
     r = client.post("/questions/fixture-single/verify",
                     data=_verify_form(client, rev=str(pinned)), headers=HX)
     assert r.status_code == 200, r.text

@@ -137,6 +137,8 @@ def test_torchrun_script_download_carries_snippet_and_knobs(client: TestClient) 
     assert 'filename="fixture-single.py"' in r.headers["content-disposition"]
     assert 'report("g", 1.5 * params["scale"])' in r.text
     assert '{"scale": 2}' in r.text
+    # The run's timeout goes with it, as the process group's timeout=.
+    assert "TIMEOUT_S = 8.0" in r.text and "_set_pg_timeout(timedelta(seconds=TIMEOUT_S))" in r.text
     assert client.get("/questions/fixture-single/torchrun.py", params={"knob.scale": "9"}).status_code == 422
 
 

@@ -408,6 +408,10 @@ def diagnose(ranks: list[RankResult], facts: RunFacts, code: str | None = None) 
     return Diagnosis(outcome=outcome, limit=limit, text=" ".join(sentences), blocked=blocked)
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 def _truncation_sentences(ranks: list[RankResult], cap: int) -> list[str]:
     """One sentence per stream that wrote more than it kept; it is not a failure."""
     out = []
@@ -429,7 +433,7 @@ def _ok_summary(stories: list[_Story]) -> str:
         if len(its) == 1:
             it = its.pop()
             buckets = {s.buckets for s in ddp}
-            b = (f", with {buckets.pop()} gradient-bucket reduction(s) per rank"
+            b = (f", with {_count(buckets.pop(), 'gradient-bucket reduction')} per rank"
                  if len(buckets) == 1 else "")
             text += f" Each ran {it} DDP iteration{'s' if it != 1 else ''}{b}."
         else:
@@ -439,6 +443,6 @@ def _ok_summary(stories: list[_Story]) -> str:
             if joined:
                 text += "; " + "; ".join(
                     f"rank {s.rank} ran out of inputs after iteration {s.last_iteration or 0} "
-                    f"and, joined, shadowed {s.shadowed} gradient all-reduce(s)" for s in joined)
+                    f"and, joined, shadowed {_count(s.shadowed, 'gradient all-reduce')}" for s in joined)
             text += "."
     return text
