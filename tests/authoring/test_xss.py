@@ -37,7 +37,8 @@ TRACE = {
 KNOBS = {"scale": {"label": ALL, "values": [1, 2], "default": 1},
          "mode": {"label": SVG, "values": [SCRIPT, IMG], "default": SCRIPT}}
 EXPECT = [
-    {"label": ALL, "when": {"scale": 1}, "value": {"name": "g", "rank": "all", "equals": 1.5}},
+    {"label": ALL, "when": {"scale": 1}, "value": {"name": "g", "rank": "all", "equals": 1.5},
+     "supports": ["b"], "rules_out": ["a", "c", "d"]},
     {"label": SVG, "outcome": "ok"},
 ]
 SNIPPET = (f'report("g", 1.5 * params["scale"])\n'
