@@ -60,6 +60,8 @@ def db_upgrade() -> None:
 
 
 def _check(directory: Path) -> int:
+    from app.questions.fairness import check_fairness
+
     bank = load_bank(directory)
     for error in bank.errors:
         # Escaped: "[field]" is not rich markup. Unwrapped: one error per line, greppable.
@@ -67,7 +69,17 @@ def _check(directory: Path) -> int:
     if bank.errors:
         err.print(f"{len(bank.errors)} error(s) in {directory}")
         return 1
-    out.print(f"{len(bank.questions)} questions in {len(bank.topics)} topics: all valid.")
+    fairness = check_fairness(bank.questions)
+    for finding in fairness.warnings:
+        err.print(f"[yellow]warning[/yellow] {escape(str(finding))}", highlight=False, soft_wrap=True)
+    for finding in fairness.errors:
+        err.print(f"[red]error[/red] {escape(str(finding))}", highlight=False, soft_wrap=True)
+    out.print(f"Fairness: {escape(fairness.summary())}.", highlight=False, soft_wrap=True)
+    if fairness.errors:
+        err.print(f"{len(fairness.errors)} bank-wide fairness error(s) in {directory}")
+        return 1
+    out.print(f"{len(bank.questions)} questions in {len(bank.topics)} topics: all valid"
+              f" ({len(fairness.warnings)} fairness warning(s)).")
     return 0
 
 
@@ -76,8 +88,41 @@ BankDir = Annotated[Path | None, typer.Argument(help="Bank folder (default: DDPD
 
 @bank_app.command("check")
 def bank_check(directory: BankDir = None) -> None:
-    """Validate the bank files without touching the database."""
+    """Validate the bank files and their fairness without touching the database."""
     raise typer.Exit(_check(directory or get_settings().bank_dir))
+
+
+@bank_app.command("coverage")
+def bank_coverage(
+    directory: BankDir = None,
+    output: Annotated[Path | None, typer.Option(
+        help="File to write (default: docs/coverage.md beside the bank folder).")] = None,
+    check: Annotated[bool, typer.Option(
+        "--check", help="Write nothing; exit 1 if the file differs from what would be written.")] = False,
+) -> None:
+    """Generate docs/coverage.md from the bank's fact list and the facts its expectations measure."""
+    from app.questions.facts import FACTS_FILE, default_coverage_path, render_coverage
+
+    bank_dir = directory or get_settings().bank_dir
+    bank = load_bank(bank_dir)
+    for error in bank.errors:
+        err.print(f"[red]error[/red] {escape(str(error))}", highlight=False, soft_wrap=True)
+    if bank.errors:
+        raise typer.Exit(1)
+    if bank.facts is None:
+        err.print(f"No {FACTS_FILE} in {bank_dir}.")
+        raise typer.Exit(1)
+    target = output or default_coverage_path(bank_dir)
+    text = render_coverage(bank.facts, bank.questions)
+    if check:
+        current = target.read_text(encoding="utf-8") if target.is_file() else ""
+        if current != text:
+            err.print(f"{target} is stale: run `ddpdrill bank coverage`.")
+            raise typer.Exit(1)
+        out.print(f"{target} is up to date.")
+        return
+    target.write_text(text, encoding="utf-8")
+    out.print(f"Wrote {target}.")
 
 
 def import_directory(settings: Settings, directory: Path) -> int:

@@ -75,7 +75,7 @@ def test_help_lists_the_commands(ddpdrill: Run) -> None:
 def test_bank_check_exits_0_on_a_valid_bank(ddpdrill: Run) -> None:
     result = ddpdrill("bank", "check", FIXTURE_BANK)
     assert result.exit_code == 0, result.output
-    assert "5 questions in 2 topics: all valid." in result.stdout
+    assert "5 questions in 2 topics: all valid" in result.stdout
 
 
 def test_bank_check_reads_DDPDRILL_BANK_DIR_by_default(ddpdrill: Run) -> None:
@@ -220,3 +220,16 @@ def test_serve_does_not_load_the_bank_when_told_not_to(tmp_path: Path) -> None:
         assert count(sessionmaker(engine), Question) == 0
     finally:
         engine.dispose()
+
+
+def test_bank_check_names_the_expectation_a_moved_key_contradicts(ddpdrill: Run, tmp_path: Path) -> None:
+    bank_dir = copy_bank(tmp_path / "bank")
+    path = bank_dir / "basics" / "fixture-single.yaml"
+    text = path.read_text().replace("    correct: true\n", "")
+    path.write_text(text.replace("  - text: The SENTINEL-WRONG-A sum\n",
+                                 "  - text: The SENTINEL-WRONG-A sum\n    correct: true\n"))
+    result = ddpdrill("bank", "check", bank_dir)
+    assert result.exit_code == 1
+    assert "basics/fixture-single.yaml" in result.stderr
+    assert "[verify.expect[0].rules_out]: expect[0] ('mean on every rank') rules out choice a" in _flat(
+        result.stderr)

@@ -15,7 +15,8 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from app.questions.schema import FieldError, QuestionDoc, TopicDoc
+from app.questions.facts import FACTS_FILE, FactsDoc
+from app.questions.schema import FieldError, QuestionDoc, TopicDoc, key_binding_problems
 
 TOPIC_FILE = "_topic.yaml"
 # A question file larger than this is almost certainly a mistake (a pasted log).
@@ -42,6 +43,8 @@ class Bank:
     questions: list[QuestionDoc] = field(default_factory=list)
     topics: dict[str, TopicDoc] = field(default_factory=dict)
     errors: list[BankError] = field(default_factory=list)
+    # question_bank/_facts.yaml, when the bank has one (app.questions.facts).
+    facts: FactsDoc | None = None
 
     @property
     def ok(self) -> bool:
@@ -134,8 +137,10 @@ def _validation_errors(
     return out
 
 
-def load_question_file(path: Path, root: Path) -> tuple[QuestionDoc | None, list[BankError]]:
-    """Parse and validate one question file and its snippet."""
+def load_question_file(
+    path: Path, root: Path, fact_ids: set[str] | None = None
+) -> tuple[QuestionDoc | None, list[BankError]]:
+    """Parse and validate one question file and its snippet (and its fact ids, when given)."""
     rel = str(path.relative_to(root))
     errors: list[BankError] = []
     data, node = _read_yaml(path, rel, errors)
@@ -158,6 +163,19 @@ def load_question_file(path: Path, root: Path) -> tuple[QuestionDoc | None, list
             BankError(rel, "slug", f"is {doc.slug!r} but the file is named {path.name!r}",
                       _line_of(node, ("slug",)))
         )
+    # The answer key must agree with what the expectations measure (docs/question-format.md,
+    # "Binding expectations to the key"); the gate then runs them, so a key that moved
+    # without its expectations is caught here, before any run.
+    for problem in key_binding_problems(doc):
+        errors.append(BankError(rel, _field_name(problem.loc), str(problem), _line_of(node, problem.loc)))
+    if fact_ids is not None and doc.verify is not None:
+        for i, expectation in enumerate(doc.verify.expect):
+            for j, fact_id in enumerate(expectation.facts):
+                if fact_id not in fact_ids:
+                    loc: tuple[int | str, ...] = ("verify", "expect", i, "facts", j)
+                    errors.append(BankError(rel, _field_name(loc),
+                                            f"fact {fact_id!r} is not in {FACTS_FILE}",
+                                            _line_of(node, loc)))
     snippet_text = None
     if doc.verify is not None:
         snippet_path = path.parent / doc.verify.snippet
@@ -186,6 +204,16 @@ def load_bank(root: Path) -> Bank:
     if not root.is_dir():
         bank.errors.append(BankError(str(root), "", "bank folder not found"))
         return bank
+    facts_file = root / FACTS_FILE
+    if facts_file.is_file():
+        data, node = _read_yaml(facts_file, FACTS_FILE, bank.errors)
+        if data is not None:
+            try:
+                bank.facts = FactsDoc.model_validate(data)
+            except ValidationError as exc:
+                bank.errors.extend(_validation_errors(exc, FACTS_FILE, node))
+    fact_ids = bank.facts.ids if bank.facts is not None else None
+    facts_node = node if bank.facts is not None else None
     seen: dict[str, str] = {}
     for topic_dir in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")):
         topic_file = topic_dir / TOPIC_FILE
@@ -202,7 +230,7 @@ def load_bank(root: Path) -> Bank:
         for path in sorted(topic_dir.glob("*.yaml")):
             if path.name == TOPIC_FILE:
                 continue
-            doc, errors = load_question_file(path, root)
+            doc, errors = load_question_file(path, root, fact_ids)
             bank.errors.extend(errors)
             if doc is None:
                 continue
@@ -214,6 +242,16 @@ def load_bank(root: Path) -> Bank:
                 continue
             seen[doc.slug] = rel
             bank.questions.append(doc)
+    if bank.facts is not None and not bank.errors:
+        # A fact that names a deleted or misspelt question would silently drop from coverage.
+        for i, section in enumerate(bank.facts.sections):
+            for j, fact in enumerate(section.facts):
+                for k, slug in enumerate(fact.questions):
+                    if slug not in seen:
+                        loc: tuple[int | str, ...] = ("sections", i, "facts", j, "questions", k)
+                        bank.errors.append(BankError(FACTS_FILE, _field_name(loc),
+                                                     f"fact {fact.id!r} names no question {slug!r}",
+                                                     _line_of(facts_node, loc)))
     return bank
 
 

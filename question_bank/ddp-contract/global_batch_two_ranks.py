@@ -1,15 +1,18 @@
 # Two ranks each draw one local batch of 8 samples for one synchronised step.
+# Every sample of the global batch gets its own weight: sample s on rank r
+# touches only weight[r * 8 + s], so the averaged gradient is non-zero exactly
+# where a sample contributed to the step the optimizer will apply.
 import torch
-import torch.distributed as dist
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-torch.manual_seed(0)
-ddp = DDP(nn.Linear(4, 1))
-local_batch = torch.randn(8, 4)
-ddp(local_batch).mean().backward()  # one synchronised step
+local = 8
+model = nn.Linear(local * world_size, 1, bias=False)
+nn.init.zeros_(model.weight)
+ddp = DDP(model)
+ids = torch.arange(local) + rank * local
+local_batch = nn.functional.one_hot(ids, local * world_size).float()
+ddp(local_batch).sum().backward()  # one synchronised step
 
-samples = torch.tensor(float(local_batch.shape[0]))
-dist.all_reduce(samples)  # how many samples fed this step's averaged gradient
 report("local_batch", local_batch.shape[0])
-report("global_batch", samples)
+report("global_batch", int((model.weight.grad != 0).sum().item()))

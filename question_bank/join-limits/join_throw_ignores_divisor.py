@@ -1,4 +1,4 @@
-# Rank 0 has three batches, rank 1 two; Join is asked to throw on early termination.
+# Ranks 0 and 1 have four batches, rank 2 three; Join is asked to throw on early termination.
 import torch
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel as DDP
@@ -6,7 +6,7 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 torch.manual_seed(0)
 model = nn.Linear(1, 1, bias=False)
 ddp = DDP(model)
-inputs = [1.0, 2.0, 4.0] if rank == 0 else [3.0, 2.0]
+inputs = [1.0, 2.0, 4.0, 3.0] if rank < 2 else [3.0, 2.0, 1.0]
 steps_done = 0
 report("steps_done", steps_done)
 with ddp.join(throw_on_early_termination=True,

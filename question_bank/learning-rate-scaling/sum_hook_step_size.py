@@ -29,4 +29,7 @@ opt = torch.optim.SGD(model.parameters(), lr=params["lr"])
 ddp(x).mean().backward()
 opt.step()
 ddp_update = model.weight.detach() - start
-report("update_ratio", round((ddp_update.norm() / single_update.norm()).item(), 4))
+ratio = (ddp_update.norm() / single_update.norm()).item()
+report("update_ratio", round(ratio, 4))
+# The learning rate that would have made this update equal the single-process one.
+report("matching_lr", round(params["lr"] / ratio, 5))

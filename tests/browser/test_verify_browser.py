@@ -51,7 +51,7 @@ def values(page: Any, run: Any, name: str) -> list[str]:
 def test_answer_then_verify_shows_the_measured_average_on_both_ranks(page: Any) -> None:
     page.goto("/questions/averaged-gradient-two-ranks")
     assert page.locator("#verify-panel h2").inner_text() == "Predict, then run"
-    answer_with_keyboard(page, "[[1.5, 1.5]] on both ranks")
+    answer_with_keyboard(page, "model.weight.grad after backward()")
     assert page.locator("#verify-panel h2").inner_text() == "Verify by running it"
     page.locator(".verify-button").focus()
     page.keyboard.press("Enter")
@@ -60,7 +60,7 @@ def test_answer_then_verify_shows_the_measured_average_on_both_ranks(page: Any) 
     # Status changes are announced through the run's status line, not the whole panel.
     assert run.locator(".status").get_attribute("role") == "status"
     assert "finished" in run.locator(".status").inner_text()
-    assert values(page, run, "weight_grad") == ["[[1.5,1.5]]", "[[1.5,1.5]]"]
+    assert values(page, run, "weight_grad") == ["[[2.0,2.0]]", "[[2.0,2.0]]"]
     marks = run.locator(".checks tbody tr td.mark").all_inner_texts()
     assert marks and all("✓" in m for m in marks)
     svg = run.locator("svg.timeline")

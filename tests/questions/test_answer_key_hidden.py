@@ -126,6 +126,13 @@ def _rekey(bank_dir: Path) -> None:
                 choice.pop("correct", None)
                 if key in new_right[slug]:
                     choice["correct"] = True
+            # The expectations' binding moves with the key (the loader rejects a key that
+            # disagrees with it); a learner must not be able to see that it moved either.
+            keys = list("abcd"[: len(data["choices"])])
+            for expectation in (data.get("verify") or {}).get("expect", []):
+                if "supports" in expectation or "rules_out" in expectation:
+                    expectation["supports"] = sorted(new_right[slug])
+                    expectation["rules_out"] = [k for k in keys if k not in new_right[slug]]
         else:
             data["answer"]["value"] = new_value[slug]
         path.write_text(yaml.safe_dump(data, sort_keys=False))

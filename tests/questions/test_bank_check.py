@@ -93,3 +93,92 @@ def test_every_error_in_a_bank_is_reported_not_just_the_first(tmp_path: Path) ->
     bank = load_bank(bank_dir)
     assert sorted(e.file for e in bank.errors) == ["basics/bad-type.yaml", "basics/two-correct.yaml"]
     assert len(bank.questions) == 5
+
+
+def _move_single_key_to_c(bank_dir: Path) -> Path:
+    """fixture-single with its key moved from b to c and the expectations left alone."""
+    path = bank_dir / "basics" / "fixture-single.yaml"
+    text = path.read_text()
+    text = text.replace("  - text: The SENTINEL-RIGHT mean\n    correct: true\n",
+                        "  - text: The SENTINEL-RIGHT mean\n")
+    text = text.replace("  - text: The SENTINEL-WRONG-C local value\n",
+                        "  - text: The SENTINEL-WRONG-C local value\n    correct: true\n")
+    path.write_text(text)
+    return path
+
+
+def test_a_key_moved_without_its_expectations_names_the_binding_fields(tmp_path: Path) -> None:
+    bank_dir = copy_bank(tmp_path / "bank")
+    path = _move_single_key_to_c(bank_dir)
+    lines = path.read_text().splitlines()
+    errors = load_bank(bank_dir).errors
+    found = {(e.file, e.field, e.line) for e in errors}
+    supports_line = next(i for i, line in enumerate(lines, 1) if "supports: [b]" in line)
+    rules_out_line = next(i for i, line in enumerate(lines, 1) if "rules_out: [a, c]" in line)
+    assert ("basics/fixture-single.yaml", "verify.expect[0].supports", supports_line) in found
+    assert ("basics/fixture-single.yaml", "verify.expect[0].rules_out", rules_out_line) in found
+    messages = " | ".join(e.message for e in errors)
+    assert "supports choice b, but the key marks it wrong" in messages
+    assert "rules out choice c, but the key marks it right" in messages
+    assert "choice c is marked right but no expectation supports it" in messages
+    assert all(e.file == "basics/fixture-single.yaml" for e in errors)
+    assert not any(q.slug == "fixture-single" for q in load_bank(bank_dir).questions)
+
+
+def test_a_key_moved_together_with_its_expectations_loads(tmp_path: Path) -> None:
+    bank_dir = copy_bank(tmp_path / "bank")
+    path = _move_single_key_to_c(bank_dir)
+    path.write_text(path.read_text().replace("supports: [b]", "supports: [c]")
+                    .replace("rules_out: [a, c]", "rules_out: [a, b]"))
+    bank = load_bank(bank_dir)
+    assert bank.ok, [str(e) for e in bank.errors]
+    single = next(q for q in bank.questions if q.slug == "fixture-single")
+    assert single.correct_keys == ["c"]
+
+
+def test_an_explained_choice_needs_no_expectation(tmp_path: Path) -> None:
+    bank_dir = copy_bank(tmp_path / "bank")
+    path = bank_dir / "basics" / "fixture-single.yaml"
+    text = path.read_text().replace("      rules_out: [a, c]\n", "      rules_out: [a]\n")
+    path.write_text(text)
+    assert [e.field for e in load_bank(bank_dir).errors] == ["choices"]
+    path.write_text(text.replace("verify:\n", 'explained:\n  c: "Not run here: a reason."\nverify:\n'))
+    assert load_bank(bank_dir).ok
+
+
+NUMERIC_MEASURED = """\
+slug: fixture-numeric-measured
+topic: basics
+title: Fixture numeric with a measured key
+difficulty: 1
+type: numeric
+prompt: What is the mean?
+answer:
+  value: {key}
+  abs_tol: 0.001
+explanation: The reducer divides the sum by two.
+verify:
+  snippet: fixture_single.py
+  expect:
+    - label: the mean on every rank
+      is_answer: true
+      value: {{name: g, rank: all, equals: 1.5}}
+"""
+
+
+def test_a_numeric_key_that_disagrees_with_its_is_answer_check_is_an_error(tmp_path: Path) -> None:
+    bank_dir = copy_bank(tmp_path / "bank")
+    path = bank_dir / "basics" / "fixture-numeric-measured.yaml"
+    path.write_text(NUMERIC_MEASURED.format(key=1.5))
+    assert load_bank(bank_dir).ok
+    path.write_text(NUMERIC_MEASURED.format(key=3.0))
+    errors = load_bank(bank_dir).errors
+    assert [(e.file, e.field, e.line) for e in errors] == [
+        ("basics/fixture-numeric-measured.yaml", "answer.value", 8)]
+    assert "the key 3 disagrees with expect[0], which measures 1.5" in errors[0].message
+
+
+def test_every_real_question_with_expectations_binds_its_key() -> None:
+    bank = load_bank(REAL_BANK)
+    measured = [q for q in bank.questions if q.verify is not None]
+    assert measured and bank.ok, "\n".join(str(e) for e in bank.errors)

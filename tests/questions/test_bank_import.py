@@ -95,6 +95,9 @@ def test_changed_question_gets_a_new_revision_and_old_attempts_keep_theirs(
     wrong_a = "  - text: The SENTINEL-WRONG-A sum\n"
     _edit(path, wrong_a, wrong_a + "    correct: true\n")
     _edit(path, "    correct: true\n  - text: The SENTINEL-WRONG-C", "  - text: The SENTINEL-WRONG-C")
+    # The expectation's binding moves with the key, or the loader rejects the file.
+    _edit(path, "supports: [b]", "supports: [a]")
+    _edit(path, "rules_out: [a, c]", "rules_out: [b, c]")
     report = import_folder(session_factory, bank_dir)
 
     assert report.updated == ["fixture-single"]
