@@ -107,9 +107,7 @@ def get_learner_id(request: Request, db_session: SessionDep, user: OptionalUser)
     (the same on every device), else the browser's anonymous one from the signed cookie
     (set by LearnerCookieMiddleware). Authors practise as their browser's identity."""
     if user is not None and user.is_learner:
-        owned = account_learner_id(db_session=db_session, user_id=user.id)
-        if owned is not None:
-            return owned
+        return account_learner_id(db_session=db_session, user_id=user.id)
     return str(request.state.learner_id)
 
 

@@ -153,16 +153,16 @@ def signup(request: Request, form: FormDep, db_session: SessionDep, user: Option
     return response
 
 
+def _account_ctx(db_session: Any, user: User, learner_id: str) -> dict[str, Any]:
+    return {"user": user, "history": learners.history(db_session=db_session, learner_id=learner_id),
+            "reports": reports.my_reports(db_session=db_session, learner_id=learner_id)}
+
+
 @router.get("/account")
 def account_page(request: Request, db_session: SessionDep, user: LearnerUser,
                  learner_id: CurrentLearner, welcome: str = "") -> Response:
-    data = learners.export_data(db_session=db_session, user=user, learner_id=learner_id)
-    mine = reports.my_reports(db_session=db_session, learner_id=learner_id)
     return _account_page(request, "account.html",
-                         {"user": user, "attempts": data["attempts"][-20:][::-1],
-                          "attempt_count": len(data["attempts"]),
-                          "card_count": len(data["review_cards"]), "reports": mine,
-                          "welcome": bool(welcome)})
+                         {**_account_ctx(db_session, user, learner_id), "welcome": bool(welcome)})
 
 
 @router.get("/account/export.json")
@@ -176,11 +176,10 @@ def export_account(db_session: SessionDep, user: LearnerUser,
 
 @router.post("/account/delete")
 def delete_account(request: Request, form: FormDep, db_session: SessionDep, user: LearnerUser,
-                   _: CSRF) -> Response:
+                   learner_id: CurrentLearner, _: CSRF) -> Response:
     if str(form.get("confirm") or "").strip() != user.username:
         return _account_page(request, "account.html",
-                             {"user": user, "attempts": [], "attempt_count": None,
-                              "card_count": None, "reports": [],
+                             {**_account_ctx(db_session, user, learner_id),
                               "error": "Type your username to confirm deleting the account."},
                              status=422)
     counts = learners.delete_account(db_session=db_session, user=user)

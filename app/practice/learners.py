@@ -18,7 +18,7 @@ from sqlalchemy import CursorResult, delete, func, select, update
 from sqlalchemy.orm import Session
 
 from app.accounts import service as accounts
-from app.accounts.models import ROLE_LEARNER, AuditEntry, User
+from app.accounts.models import ROLE_LEARNER, AuditEntry, LoginAttempt, User
 from app.practice.models import (
     Attempt,
     Learner,
@@ -34,10 +34,42 @@ from app.questions.models import Question
 from app.verify.models import Run
 
 
-def account_learner_id(*, db_session: Session, user_id: int) -> str | None:
-    """The learner identity an account owns (the oldest, should there ever be two)."""
-    return db_session.scalar(select(Learner.id).where(Learner.user_id == user_id)
-                             .order_by(Learner.created_at, Learner.id).limit(1))
+def account_learner_id(*, db_session: Session, user_id: int) -> str:
+    """The learner identity an account owns (the oldest, should there ever be two).
+
+    An account made by an admin or the command line has none until it first practises;
+    it then gets a new, empty one, never the browser's anonymous history (only sign-up
+    claims that)."""
+    owned = db_session.scalar(select(Learner.id).where(Learner.user_id == user_id)
+                              .order_by(Learner.created_at, Learner.id).limit(1))
+    if owned is not None:
+        return owned
+    learner = Learner(id=str(uuid.uuid4()), user_id=user_id)
+    db_session.add(learner)
+    db_session.flush()
+    return learner.id
+
+
+@dataclass
+class History:
+    attempts: list[tuple[Attempt, str]]
+    attempt_count: int
+    card_count: int
+
+
+def history(*, db_session: Session, learner_id: str, limit: int = 20) -> History:
+    """The learner's newest answers (with the question's slug) and how many answers and
+    review cards they have."""
+    rows = db_session.execute(
+        select(Attempt, Question.slug).join(Question, Question.id == Attempt.question_id)
+        .where(Attempt.learner_id == learner_id)
+        .order_by(Attempt.created_at.desc(), Attempt.id.desc()).limit(limit))
+    attempts = [(a, slug) for a, slug in rows]
+    total = int(db_session.scalar(select(func.count()).select_from(Attempt)
+                                  .where(Attempt.learner_id == learner_id)) or 0)
+    cards = int(db_session.scalar(select(func.count()).select_from(ReviewCard)
+                                  .where(ReviewCard.learner_id == learner_id)) or 0)
+    return History(attempts, total, cards)
 
 
 @dataclass
@@ -162,6 +194,7 @@ def delete_account(*, db_session: Session, user: User) -> dict[str, int]:
                        .values(user_id=None, actor="deleted-learner"))
     db_session.execute(update(AuditEntry).where(AuditEntry.actor == user.username)
                        .values(actor="deleted-learner"))
+    db_session.execute(delete(LoginAttempt).where(LoginAttempt.username == user.username.lower()))
     db_session.execute(delete(User).where(User.id == user.id))
     db_session.expunge(user)
     accounts.audit(db_session=db_session, user=None, actor="deleted-learner",

@@ -9,7 +9,7 @@ The rating mapping is documented in docs/review.md; `rating_for` is the whole of
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from fsrs import Card, Rating, Scheduler
@@ -158,6 +158,19 @@ def next_due(*, db_session: Session, learner_id: str, now: datetime) -> datetime
                    Question.status == STATUS_PUBLISHED)
             .order_by(ReviewCard.due).limit(1))
     return db_session.scalar(stmt)
+
+
+def due_per_day(*, db_session: Session, learner_id: str, start: datetime,
+                days: int) -> list[int]:
+    """How many cards (of published questions) fall due on each of `days` days from `start`:
+    the first day counts everything already overdue too, as the Review page would show it."""
+    stmt = (select(ReviewCard.due).join(Question, Question.id == ReviewCard.question_id)
+            .where(ReviewCard.learner_id == learner_id, Question.status == STATUS_PUBLISHED,
+                   ReviewCard.due < start + timedelta(days=days)))
+    counts = [0] * days
+    for due in db_session.scalars(stmt):
+        counts[max(0, (due - start) // timedelta(days=1))] += 1
+    return counts
 
 
 def learner_cards(*, db_session: Session, learner_id: str) -> list[ReviewCard]:

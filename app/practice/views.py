@@ -40,6 +40,9 @@ inbox = APIRouter(prefix="/author/reports", include_in_schema=False,
                   dependencies=[Depends(require_author)])
 
 
+# Sent with a graded htmx fragment: the header's due count (practice/_me_nav.html) reloads.
+ANSWERED = {"HX-Trigger": "answered"}
+
 # A time taken longer than this is a tab left open, not time spent on the question.
 MAX_TIME_TAKEN_MS = 24 * 3600 * 1000
 
@@ -143,7 +146,7 @@ def _answer_standalone(
         # The graded fragment also swaps the Verify panel (out of band) into its answered form.
         ctx["oob_panel"] = True
         return templates.TemplateResponse(request, "questions/_answer_area.html", ctx,
-                                          status_code=status)
+                                          status_code=status, headers=ANSWERED if status == 200 else None)
     return templates.TemplateResponse(request, page, ctx, status_code=status)
 
 
@@ -270,7 +273,7 @@ def quiz_answer(
         # The graded fragment also swaps the Verify panel (out of band) into its answered form.
         ctx["oob_panel"] = True
         return templates.TemplateResponse(request, "questions/_answer_area.html", ctx,
-                                          status_code=status)
+                                          status_code=status, headers=ANSWERED if status == 200 else None)
     if status == 200:
         return RedirectResponse(f"/quizzes/{quiz.id}/{position}", status_code=303)
     return templates.TemplateResponse(request, "practice/item.html", ctx, status_code=status)

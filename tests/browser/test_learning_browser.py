@@ -90,6 +90,9 @@ def test_sign_up_answer_with_confidence_review_a_day_later_and_report_a_problem(
     page.locator("label.confidence-option", has_text="sure").last.click()
     page.get_by_role("button", name="Submit answer").click()
     page.locator("#answer-area section.graded #verdict").wait_for()
+    # The header's count follows the answer without a page load.
+    page.locator(".me-nav .due-count").wait_for(state="detached")
+    assert page.locator(".me-nav .review-link").count() == 1
 
     # Report a problem from the graded answer.
     page.locator("#report-problem summary").click()

@@ -12,7 +12,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.accounts.models import AuditEntry, User
+from app.accounts.models import AuditEntry, LoginAttempt, User
 from app.accounts.sessions import SESSION_COOKIE
 from app.clock import FixedClock
 from app.practice.models import Attempt, Learner, ProblemReport, Quiz, ReviewCard, ReviewLog
@@ -124,6 +124,7 @@ def test_deleting_an_account_removes_everything_of_that_learner_and_nothing_else
     sign_up(client, "lena")
     sign_up(other, "otto")
     laptop_two = new_client()
+    assert login(laptop_two, "lena", "a wrong password").status_code == 401
     assert login(laptop_two, "lena").status_code == 303  # a second session of lena's
     before_theirs = _rows(session_factory, theirs)
     assert all(before_theirs.values()) and all(_rows(session_factory, mine).values())
@@ -141,6 +142,7 @@ def test_deleting_an_account_removes_everything_of_that_learner_and_nothing_else
         assert s.scalar(select(User).where(User.username == "lena")) is None
         assert s.scalar(select(User).where(User.username == "otto")) is not None
         assert s.scalar(select(AuditEntry).where(AuditEntry.actor == "lena")) is None
+        assert s.scalar(select(LoginAttempt).where(LoginAttempt.username == "lena")) is None
         assert s.scalar(select(AuditEntry).where(AuditEntry.action == "learner.delete")) is not None
     # Every session ended: the other laptop's cookie names nobody now.
     assert laptop_two.cookies.get(SESSION_COOKIE)
@@ -214,3 +216,26 @@ def test_sign_ups_from_one_address_are_limited(
     assert r.status_code == 429 and int(r.headers["retry-after"]) > 0
     assert "Too many new accounts" in text(parse(r).select_one(".error"))
     assert count(session_factory, User) == settings.signups_per_hour
+
+
+def test_an_account_made_by_an_admin_practises_as_its_own_empty_identity(
+    client: TestClient, clock: FixedClock, make_user: Callable[..., Any],
+    new_client: Callable[..., TestClient], settings: Settings,
+    session_factory: sessionmaker[Session],
+) -> None:
+    make_user("bob", "learner")
+    browser = new_client()
+    answer(browser, "fixture-single", FIXTURE["fixture-single"]["right"])  # anonymous
+    anonymous = learner_id(browser, settings)
+    assert login(browser, "bob").status_code == 303
+    page = parse(browser.get("/account"))
+    assert page.select("table.history tbody tr") == []  # nothing claimed silently
+    answer(browser, "fixture-numeric", FIXTURE["fixture-numeric"]["right"])
+    rows = parse(browser.get("/account")).select("table.history tbody tr")
+    assert [text(r.select_one("td")) for r in rows] == ["fixture-numeric"]
+    assert _rows(session_factory, anonymous)["attempts"] == 1
+    page = parse(browser.get("/account"))
+    action, hidden = form_fields(page, "form.delete-account")
+    assert browser.post(action, data={**hidden, "confirm": "bob"}).status_code == 200
+    assert _rows(session_factory, anonymous)["attempts"] == 1  # not bob's to delete
+    assert count(session_factory, Attempt) == 1

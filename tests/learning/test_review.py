@@ -234,3 +234,20 @@ def test_the_clock_offset_file_moves_the_real_clock(tmp_path: object) -> None:
     assert clock.now() - before >= timedelta(days=1) - timedelta(seconds=5)
     path.write_text("not a number")
     assert clock.offset() == timedelta(0)
+
+
+def test_due_per_day_counts_the_cards_falling_due_each_day(
+    client: TestClient, clock: FixedClock, settings: Settings,
+    session_factory: sessionmaker[Session],
+) -> None:
+    answer(client, "fixture-single", FIXTURE["fixture-single"]["wrong"])            # minutes
+    answer(client, "fixture-numeric", FIXTURE["fixture-numeric"]["right"], "sure")  # Easy
+    me = learner_id(client, settings)
+    easy_due = _expected_after([(Rating.Easy, timedelta(0))]).due
+    day = (easy_due - T0) // timedelta(days=1)
+    with session_factory() as s:
+        week = review.due_per_day(db_session=s, learner_id=me, start=T0, days=day + 2)
+        later = review.due_per_day(db_session=s, learner_id=me, start=T0 + timedelta(days=1),
+                                   days=1)
+    assert week[0] == 1 and week[day] == 1 and sum(week) == 2
+    assert later == [1]  # the overdue card counts on the first day
