@@ -16,7 +16,7 @@ import secrets
 import uuid
 from collections import defaultdict
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import select
@@ -244,7 +244,8 @@ def finish(*, db_session: Session, mock: MockInterview, now: datetime) -> bool:
     False when the interview was already finished."""
     if mock.finished_at is not None:
         return False
-    end = min(now, mock.deadline)
+    # fsrs insists on UTC; PostgreSQL hands times back in the session's zone.
+    end = min(now, mock.deadline).astimezone(UTC)
     mock.finished_at = end
     quiz = db_session.get(Quiz, mock.quiz_id)
     assert quiz is not None

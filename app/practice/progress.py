@@ -14,9 +14,10 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
+from typing import Any
 
 from fsrs import Card, Rating
-from sqlalchemy import select
+from sqlalchemy import Date, cast, func, select
 from sqlalchemy.orm import Session
 
 from app.db import utcnow
@@ -81,8 +82,27 @@ def _published(db_session: Session) -> tuple[dict[int, str], list[Topic]]:
     return qs, topics
 
 
-def _cards(db_session: Session, learner_id: str) -> list[ReviewCard]:
-    return list(db_session.scalars(select(ReviewCard).where(ReviewCard.learner_id == learner_id)))
+@dataclass
+class LightCard:
+    """A card's question, due date and FSRS state, parsed once (None if never reviewed)."""
+
+    question_id: int
+    due: datetime
+    fsrs: Card | None
+
+    def recall(self, at: datetime) -> float:
+        if self.fsrs is None:
+            return 0.0
+        return float(review.SCHEDULER.get_card_retrievability(self.fsrs, at))
+
+
+def _cards(db_session: Session, learner_id: str) -> list[LightCard]:
+    # Columns, not ORM objects: the dashboard reads hundreds of cards on every visit.
+    rows = db_session.execute(select(ReviewCard.question_id, ReviewCard.due, ReviewCard.card,
+                                     ReviewCard.last_review)
+                              .where(ReviewCard.learner_id == learner_id))
+    return [LightCard(qid, due, Card.from_dict(card) if card and last is not None else None)
+            for qid, due, card, last in rows]
 
 
 def _mastery(topics: list[Topic], questions: dict[int, str],
@@ -147,7 +167,7 @@ class TopicForecast:
     questions: int
     seen: int
     recall: float  # predicted at the interview if the learner does nothing more
-    planned: float  # predicted at the interview if the learner follows the plan
+    planned: float | None  # predicted at the interview if the learner follows the plan
 
 
 @dataclass
@@ -164,7 +184,7 @@ class Forecast:
 
     @property
     def plan_reaches_target(self) -> bool:
-        return all(t.planned >= self.target for t in self.topics)
+        return all(t.planned is not None and t.planned >= self.target for t in self.topics)
 
 
 def interview_moment(d: date) -> datetime:
@@ -173,18 +193,23 @@ def interview_moment(d: date) -> datetime:
 
 
 def forecast(*, db_session: Session, learner_id: str, interview_date: date, target: float,
-             now: datetime, cards: list[ReviewCard] | None = None,
-             questions: dict[int, str] | None = None, topics: list[Topic] | None = None) -> Forecast:
+             now: datetime, cards: list[LightCard] | None = None,
+             questions: dict[int, str] | None = None, topics: list[Topic] | None = None,
+             with_plan: bool = True) -> Forecast:
     """Per topic, FSRS's predicted recall at the interview (unseen questions count as 0), and
-    the day-by-day plan of reviews and new questions to bring every topic to `target`."""
+    (with_plan) the day-by-day plan of reviews and new questions to bring every topic to
+    `target`, which simulates FSRS forward and so costs more than the forecast itself."""
     if questions is None or topics is None:
         questions, topics = _published(db_session)
     if cards is None:
         cards = _cards(db_session, learner_id)
     at = interview_moment(interview_date)
     live = {c.question_id: c for c in cards if c.question_id in questions}
-    recall_at = {qid: review.retrievability(card=c, at=at) for qid, c in live.items()}
+    recall_at = {qid: c.recall(at) for qid, c in live.items()}
     before = _mastery(topics, questions, recall_at)
+    if not with_plan:
+        return Forecast(interview_date, at, target, [
+            TopicForecast(b.slug, b.title, b.questions, b.seen, b.recall, None) for b in before])
     plan, planned = _plan(live, questions, before, target, now, at)
     after = _mastery(topics, questions, planned)
     return Forecast(interview_date, at, target, [
@@ -192,7 +217,7 @@ def forecast(*, db_session: Session, learner_id: str, interview_date: date, targ
         for b, a in zip(before, after, strict=True)], plan)
 
 
-def _plan(live: dict[int, ReviewCard], questions: dict[int, str], before: list[TopicMastery],
+def _plan(live: dict[int, LightCard], questions: dict[int, str], before: list[TopicMastery],
           target: float, now: datetime, at: datetime) -> tuple[list[PlanDay], dict[int, float]]:
     """Simulate FSRS from `now` to `at`: every card is reviewed (Good) on the study day it
     falls due, every unseen question of a topic below target is introduced (spread evenly
@@ -201,7 +226,7 @@ def _plan(live: dict[int, ReviewCard], questions: dict[int, str], before: list[T
     question's predicted recall at the interview under the plan."""
     days = max(0, min(MAX_PLAN_DAYS, math.ceil((at - now).total_seconds() / 86400)))
     if days == 0:
-        return [], {qid: review.retrievability(card=c, at=at) for qid, c in live.items()}
+        return [], {qid: c.recall(at) for qid, c in live.items()}
     moments = [now + timedelta(days=k) for k in range(days)]
     weak = {t.slug for t in before if t.recall < target}
     # Weakest topics' unseen questions first.
@@ -210,9 +235,8 @@ def _plan(live: dict[int, ReviewCard], questions: dict[int, str], before: list[T
                     key=lambda q: (order.get(questions[q], 0), q))
     intro_days = max(1, days - 1) if days > 1 else 1
     per_day = math.ceil(len(unseen) / intro_days) if unseen else 0
-    sim: dict[int, Card] = {qid: review.fsrs_card(c) for qid, c in live.items()
-                            if c.last_review is not None}
-    never_reviewed = [qid for qid, c in live.items() if c.last_review is None]
+    sim: dict[int, Card] = {qid: c.fsrs for qid, c in live.items() if c.fsrs is not None}
+    never_reviewed = [qid for qid, c in live.items() if c.fsrs is None]
     unseen = never_reviewed + unseen
     plan: list[PlanDay] = []
     sched = review.SCHEDULER
@@ -242,12 +266,31 @@ def _monday(d: date) -> date:
     return d - timedelta(days=d.weekday())
 
 
-def dashboard(*, db_session: Session, learner_id: str, now: datetime) -> Dashboard:
-    """Everything the progress dashboard shows, for the learner at `now`."""
+def _answers_by_day(db_session: Session, learner_id: str,
+                    since: datetime) -> list[tuple[date, bool, int]]:
+    """The learner's answers since `since`, counted per UTC day and correctness (in SQL: a
+    learner with thousands of attempts sends back a few hundred rows, not thousands)."""
+    if db_session.get_bind().dialect.name == "postgresql":
+        day: Any = cast(func.timezone("UTC", Attempt.created_at), Date)
+    else:
+        # SQLite keeps UTC times as ISO text; its date() takes the day part.
+        day = func.date(Attempt.created_at)
+    rows = db_session.execute(
+        select(day, Attempt.correct, func.count())
+        .where(Attempt.learner_id == learner_id, Attempt.created_at >= since)
+        .group_by(day, Attempt.correct))
+    return [(d if isinstance(d, date) else date.fromisoformat(str(d)), bool(c), int(n))
+            for d, c, n in rows]
+
+
+def dashboard(*, db_session: Session, learner_id: str, now: datetime,
+              with_plan: bool = True) -> Dashboard:
+    """Everything the progress dashboard shows, for the learner at `now` (the page loads the
+    forecast's plan separately: with_plan=False)."""
     questions, topics = _published(db_session)
     cards = _cards(db_session, learner_id)
     live = [c for c in cards if c.question_id in questions]
-    recall_now = {c.question_id: review.retrievability(card=c, at=now) for c in live}
+    recall_now = {c.question_id: c.recall(now) for c in live}
     mastery = _mastery(topics, questions, recall_now)
 
     today = now.date()
@@ -258,22 +301,19 @@ def dashboard(*, db_session: Session, learner_id: str, now: datetime) -> Dashboa
              for i in range(WEEKS_OF_ACCURACY)}
     days: dict[date, int] = defaultdict(int)
     total = 0
-    for created, correct in db_session.execute(
-            select(Attempt.created_at, Attempt.correct)
-            .where(Attempt.learner_id == learner_id, Attempt.created_at >= since)):
-        d = created.date()
-        total += 1
-        days[d] += 1
-        w = weeks.get(_monday(d))
+    for day, correct, n in _answers_by_day(db_session, learner_id, since):
+        total += n
+        days[day] += n
+        w = weeks.get(_monday(day))
         if w is not None:
-            w.attempts += 1
-            w.correct += 1 if correct else 0
+            w.attempts += n
+            w.correct += n if correct else 0
 
     end = datetime.combine(today + timedelta(days=DUE_DAYS), time(0, tzinfo=UTC))
     due: dict[date, int] = defaultdict(int)
     for c in live:
         if c.due < end:
-            due[max(today, c.due.date())] += 1
+            due[max(today, c.due.astimezone(UTC).date())] += 1
     due_by_day = [(today + timedelta(days=i), due.get(today + timedelta(days=i), 0))
                   for i in range(DUE_DAYS)]
 
@@ -282,7 +322,7 @@ def dashboard(*, db_session: Session, learner_id: str, now: datetime) -> Dashboa
     if goal is not None and goal.interview_date is not None and goal.interview_date >= today:
         fc = forecast(db_session=db_session, learner_id=learner_id,
                       interview_date=goal.interview_date, target=goal.target, now=now,
-                      cards=cards, questions=questions, topics=topics)
+                      cards=cards, questions=questions, topics=topics, with_plan=with_plan)
     return Dashboard(
         now=now, mastery=mastery, weeks=list(weeks.values()), days=dict(days),
         heatmap_start=heat_start, due_by_day=due_by_day,

@@ -36,7 +36,8 @@ class ReportStatusOut(BaseModel):
 
 
 class ForecastTopicOut(TopicMasteryOut):
-    planned: float = Field(description="Predicted recall at the interview if you follow the plan.")
+    planned: float | None = Field(
+        description="Predicted recall at the interview if you follow the plan.")
 
 
 class PlanDayOut(BaseModel):

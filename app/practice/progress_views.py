@@ -10,7 +10,7 @@ from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import RedirectResponse, Response
 from sqlalchemy.orm import Session
 
-from app.deps import CSRF, ClockDep, CurrentLearner, FormDep, SessionDep
+from app.deps import CSRF, ClockDep, CurrentLearner, FormDep, SessionDep, is_htmx
 from app.practice import mock, progress
 from app.practice.grading import MULTI_RULE, InvalidAnswer, tolerance_text
 from app.practice.models import MockInterview
@@ -218,14 +218,15 @@ def charts(d: progress.Dashboard) -> dict[str, Any]:
             title=f"Predicted recall on {d.forecast.interview_date.isoformat()}",
             desc="FSRS's predicted recall per topic on your interview date if you stop "
                  "practising now; the dashed line is your target. The table below lists "
-                 "it with the recall if you follow the plan.")
+                 "the same numbers.")
     return out
 
 
 @router.get("/dashboard")
 def dashboard_page(request: Request, db_session: SessionDep, learner_id: CurrentLearner,
                    clock: ClockDep) -> Response:
-    d = progress.dashboard(db_session=db_session, learner_id=learner_id, now=clock.now())
+    d = progress.dashboard(db_session=db_session, learner_id=learner_id, now=clock.now(),
+                           with_plan=False)
     return templates.TemplateResponse(request, "practice/dashboard.html", {
         "d": d, **charts(d), "mocks": mock.recent(db_session=db_session, learner_id=learner_id),
         "default_target": progress.DEFAULT_TARGET})
@@ -246,11 +247,27 @@ def set_goal(request: Request, form: FormDep, db_session: SessionDep,
     except (ValueError, OverflowError) as exc:
         msg = str(exc) if isinstance(exc, progress.GoalError) else \
             "Give the date as YYYY-MM-DD and the target as a percentage."
-        d = progress.dashboard(db_session=db_session, learner_id=learner_id, now=clock.now())
+        d = progress.dashboard(db_session=db_session, learner_id=learner_id, now=clock.now(),
+                               with_plan=False)
         return templates.TemplateResponse(request, "practice/dashboard.html", {
             "d": d, **charts(d), "mocks": mock.recent(db_session=db_session, learner_id=learner_id),
             "default_target": progress.DEFAULT_TARGET, "goal_error": msg}, status_code=422)
     return RedirectResponse("/dashboard#readiness", status_code=303)
+
+
+@router.get("/dashboard/plan")
+def plan_page(request: Request, db_session: SessionDep, learner_id: CurrentLearner,
+              clock: ClockDep) -> Response:
+    """The day-by-day plan to the interview: a fragment the dashboard loads after itself
+    (it simulates FSRS forward, so the dashboard does not wait for it), or a page of its own."""
+    now = clock.now()
+    goal = progress.get_goal(db_session=db_session, learner_id=learner_id)
+    fc = None
+    if goal is not None and goal.interview_date is not None and goal.interview_date >= now.date():
+        fc = progress.forecast(db_session=db_session, learner_id=learner_id,
+                               interview_date=goal.interview_date, target=goal.target, now=now)
+    name = "practice/_plan.html" if is_htmx(request) else "practice/plan.html"
+    return templates.TemplateResponse(request, name, {"f": fc})
 
 
 @router.get("/dashboard/readiness")

@@ -38,7 +38,7 @@ def upgrade() -> None:
         "learner_goals",
         sa.Column("learner_id", sa.String(length=36), nullable=False),
         sa.Column("interview_date", sa.Date(), nullable=True),
-        sa.Column("target", sa.Float(), nullable=False),
+        sa.Column("target", sa.Double(), nullable=False),
         sa.Column("updated_at", app.db.UTCDateTime(timezone=True), nullable=False),
         sa.ForeignKeyConstraint(["learner_id"], ["learners.id"],
                                 name=op.f("fk_learner_goals_learner_id_learners")),

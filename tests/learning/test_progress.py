@@ -95,9 +95,15 @@ def test_the_plan_introduces_every_unseen_question_and_reaches_the_target(
     assert plan[0]["reviews"] >= 1
     for t in fc["topics"]:
         assert t["planned"] >= 0.9 > t["recall"]
-    page = parse(client.get("/dashboard"))
-    assert len(page.select("table.plan tbody tr")) == 14
-    assert "brings every topic to the target" in text(page.select_one("section.readiness"))
+    # The dashboard loads the plan after itself (htmx), or links to it without JavaScript.
+    dash = parse(client.get("/dashboard"))
+    assert dash.select_one("#plan[hx-get='/dashboard/plan'] a[href='/dashboard/plan']")
+    for page in (parse(client.get("/dashboard/plan")),
+                 parse(client.get("/dashboard/plan", headers={"HX-Request": "true"}))):
+        assert len(page.select("table.plan tbody tr")) == 14
+        assert "brings every topic to the target" in text(page.select_one("#plan"))
+        planned = [text(td) for td in page.select("td.forecast-planned")]
+        assert len(planned) == 2 and all(int(p.rstrip("%")) >= 90 for p in planned)
 
 
 def test_a_one_day_plan_cannot_promise_unseen_topics(
