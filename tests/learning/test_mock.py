@@ -280,3 +280,30 @@ def test_bad_lengths_and_answers_are_422_not_500(client: TestClient, clock: Fixe
     r = client.post(action, data={**hidden, "answer": bad}, follow_redirects=False)
     assert r.status_code == 422
     assert client.post(f"/mock/{_mock_id(url)}/99/answer", data=hidden).status_code == 404
+
+
+def test_deleting_an_account_removes_its_mock_interviews_and_interview_date_only(
+    client: TestClient, clock: FixedClock, browser_client: TestClient, settings: Settings,
+    session_factory: sessionmaker[Session],
+) -> None:
+    from app.practice.models import LearnerGoal
+    from tests.learning.conftest import sign_up
+
+    for c in (client, browser_client):
+        url = start_mock(c)
+        answer_current(c, url, "wrong", "sure")
+        c.post(f"/api/v1/mock-interviews/{_mock_id(url)}/finish")
+        page = parse(c.get("/dashboard"))
+        action, hidden = form_fields(page, "form.goal-form")
+        c.post(action, data={**hidden, "interview_date": "2026-03-20", "target": "90"})
+    mine, theirs = learner_id(client, settings), learner_id(browser_client, settings)
+    sign_up(client, "lena")
+    exported = client.get("/account/export.json").json()
+    assert len(exported["mock_interviews"]) == 1
+    assert exported["interview_goal"] == {"interview_date": "2026-03-20", "target": 0.9}
+    page = parse(client.get("/account"))
+    action, hidden = form_fields(page, "form.delete-account")
+    assert client.post(action, data={**hidden, "confirm": "lena"}).status_code == 200
+    for learner, left in ((mine, 0), (theirs, 1)):
+        assert count(session_factory, MockInterview, MockInterview.learner_id == learner) == left
+        assert count(session_factory, LearnerGoal, LearnerGoal.learner_id == learner) == left

@@ -213,3 +213,16 @@ def test_the_forecast_for_an_untouched_learner_is_zero_everywhere(
     fc = client.get("/api/v1/dashboard").json()["forecast"]
     assert [t["recall"] for t in fc["topics"]] == [0.0, 0.0]
     assert sum(p["new"] for p in fc["plan"]) == 5
+
+
+def test_the_dashboard_and_mock_interview_api_is_in_the_openapi_schema(client: TestClient) -> None:
+    paths = client.get("/api/v1/openapi.json").json()["paths"]
+    assert "get" in paths["/api/v1/dashboard"]
+    assert "post" in paths["/api/v1/mock-interviews"]
+    for path, method in (("/api/v1/mock-interviews/{mock_id}", "get"),
+                         ("/api/v1/mock-interviews/{mock_id}/answers", "post"),
+                         ("/api/v1/mock-interviews/{mock_id}/finish", "post"),
+                         ("/api/v1/mock-interviews/{mock_id}/report", "get")):
+        assert method in paths[path], path
+    # The pages are not API: they stay out of the schema.
+    assert not any(p.startswith(("/mock", "/dashboard", "/shared")) for p in paths)
