@@ -307,3 +307,17 @@ def test_deleting_an_account_removes_its_mock_interviews_and_interview_date_only
     for learner, left in ((mine, 0), (theirs, 1)):
         assert count(session_factory, MockInterview, MockInterview.learner_id == learner) == left
         assert count(session_factory, LearnerGoal, LearnerGoal.learner_id == learner) == left
+
+
+def test_the_quiz_routes_cannot_answer_a_mock_interview_around_its_deadline(
+    client: TestClient, clock: FixedClock, session_factory: sessionmaker[Session],
+) -> None:
+    url = start_mock(client, minutes=10)
+    page = parse(client.get(url))
+    _action, hidden = form_fields(page, "form.answer-form")
+    clock.advance(timedelta(minutes=30))
+    mid = _mock_id(url)
+    assert client.get(f"/quizzes/{mid}/1").status_code == 404
+    r = client.post(f"/quizzes/{mid}/1/answer", data={**hidden, "answer": "a"})
+    assert r.status_code == 404
+    assert count(session_factory, Attempt) == 0
