@@ -88,6 +88,12 @@ def test_a_short_mock_interview_to_its_report_then_the_dashboard_and_forecast(
     assert page.locator("#mock-topics > title").count() == 1
     _no_sideways_scroll(page)
     shot(page, f"mock-report{suffix}")
+    # Printed, the report is just the report: no site header, buttons or share controls.
+    page.emulate_media(media="print")
+    for hidden in ("header.site", "section.share", "footer.site"):
+        assert not page.locator(hidden).is_visible(), hidden
+    assert page.locator("article.miss").first.is_visible()
+    page.emulate_media(media="screen")
 
     # Share the report with someone else, then revoke the link.
     page.get_by_role("button", name="Make a share link").click()
