@@ -298,6 +298,10 @@ def worker(
 
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, _stop)
+    from app.verify.engine import get_engine, sandbox_status
+
+    state, message = sandbox_status(settings.sandbox)
+    out.print(f"Sandbox {state}: {message}.")
     pool.start()
     out.print(f"{concurrency} worker(s) waiting for runs.")
     while not stopping.wait(0.5):
@@ -305,9 +309,7 @@ def worker(
     out.print(f"Signal {received[0]}: finishing the runs in hand, then stopping.")
     pool.shutdown()
     engine.dispose()
-    from app.verify.engine import get_engine
-
-    get_engine().close()
+    get_engine(sandbox=settings.sandbox).close()
     out.print("Workers stopped.")
 
 

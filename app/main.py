@@ -31,16 +31,17 @@ from app.render.markdown import pygments_css
 from app.settings import Settings, get_settings
 from app.templating import STATIC_DIR, templates
 from app.verify import views as verify_views
+from app.verify.engine import sandbox_status
 from app.verify.knobs import InvalidKnob
 from app.verify.worker import WorkerPool
 
 
-def _warm_engine() -> None:
+def _warm_engine(sandbox: bool) -> None:
     try:
         from app.verify.engine import get_engine
 
         # One trivial run forks the forkserver and imports torch in it.
-        get_engine().run("pass", world_size=1)
+        get_engine(sandbox=sandbox).run("pass", world_size=1)
     except Exception:  # the first run will start it, or report the failure
         logging.getLogger("ddpdrill").exception("warming the verify engine failed")
 
@@ -52,6 +53,13 @@ def _wants_json(request: Request) -> bool:
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or get_settings()
     engine = make_engine(settings.resolved_database_url)
+    # Said once, at start-up, before any run: whether snippets will be confined.
+    sandbox, sandbox_message = sandbox_status(settings.sandbox)
+    log = logging.getLogger("ddpdrill")
+    if sandbox == "on":
+        log.info(sandbox_message)
+    else:
+        log.error(sandbox_message)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -60,7 +68,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             pool = WorkerPool(app.state.sessionmaker, settings, settings.workers)
             app.state.worker_pool = pool
             # Start the warm rank pool now, so the first Verify does not pay for it.
-            threading.Thread(target=_warm_engine, name="engine-warmup", daemon=True).start()
+            threading.Thread(target=_warm_engine, args=(settings.sandbox,), name="engine-warmup",
+                             daemon=True).start()
             pool.start()
         yield
         if pool is not None:
@@ -105,7 +114,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     def healthz() -> dict[str, str]:
         with app.state.sessionmaker() as session:
             session.connection().exec_driver_sql("SELECT 1")
-        return {"status": "ok"}
+        # "unavailable": pages work but Verify refuses to run snippets.
+        return {"status": "ok", "sandbox": sandbox}
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> Response:

@@ -42,6 +42,10 @@ class Settings(BaseSettings):
     verify_memory_bytes: int = 3 * 1024**3
     verify_cpu_seconds: int = 30
     verify_output_bytes: int = 64 * 1024
+    verify_processes: int = 128
+    verify_scratch_bytes: int = 64 * 1024**2
+    # Run snippets inside the namespace sandbox (docs/sandbox.md). Off only by choice.
+    sandbox: bool = True
 
     login_attempts_per_minute: int = 10
 

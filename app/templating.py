@@ -18,6 +18,8 @@ TEMPLATES_DIR = Path(__file__).resolve().parent.parent / "templates"
 STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
 
 DIFFICULTY_NAMES = {1: "warm-up", 2: "core", 3: "deep"}
+FORMAT_NAMES = {"single": "one answer", "multi": "several answers", "numeric": "a number",
+                "trace": "read a trace"}
 
 
 def _ms(value: float | int | None) -> str:
@@ -47,6 +49,7 @@ def make_templates() -> Jinja2Templates:
     # Compact JSON for showing measured values, and the knob codec's form values (the same text).
     env.filters["tojson_compact"] = knobs.encode
     env.globals["difficulty_names"] = DIFFICULTY_NAMES
+    env.globals["format_names"] = FORMAT_NAMES
     env.globals["report_kinds"] = REPORT_KINDS
     env.globals["confidence_levels"] = CONFIDENCE_LEVELS
     return templates

@@ -1,10 +1,15 @@
 """Latency of one two-rank DDP step: a fresh `torchrun` per job against the warm verify engine.
 
     .venv/bin/python benchmarks/verify_latency.py [--torchrun-jobs 5] [--engine-runs 20]
+                                                  [--no-sandbox-compare]
 
 Both measure the wall time a caller waits for one job, from asking to having the
 result. The two are interleaved so that a busy machine slows both alike. Prints
 both medians and their ratio; the figures go in docs/performance.md.
+
+The engine runs in its namespace sandbox (docs/sandbox.md). By default a second
+engine with DDPDRILL_SANDBOX=off runs the same step, interleaved run by run, and
+the ratio of the two medians is the sandbox's cost (the target is at most 1.10).
 """
 
 from __future__ import annotations
@@ -79,6 +84,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--torchrun-jobs", type=int, default=5)
     parser.add_argument("--engine-runs", type=int, default=20)
+    parser.add_argument("--sandbox-compare", action=argparse.BooleanOptionalAction, default=True,
+                        help="also time an engine without the sandbox, interleaved")
     args = parser.parse_args()
 
     engine = Engine()
@@ -87,6 +94,12 @@ def main() -> None:
     startup_ms = (time.perf_counter() - start) * 1000
     phases: dict[str, list[float]] = {}
     first_ms = engine_job(engine, {})  # pages in what the forkserver has not touched yet
+    bare = Engine(sandbox=False) if args.sandbox_compare else None
+    unsandboxed: list[float] = []
+    bare_phases: dict[str, list[float]] = {}
+    if bare is not None:
+        bare.start()
+        engine_job(bare, {})
 
     fresh: list[float] = []
     warm: list[float] = []
@@ -100,7 +113,11 @@ def main() -> None:
             for _ in range(per_job):
                 if len(warm) < args.engine_runs:
                     warm.append(engine_job(engine, phases))
+                    if bare is not None:
+                        unsandboxed.append(engine_job(bare, bare_phases))
     engine.close()
+    if bare is not None:
+        bare.close()
 
     def describe(xs: list[float]) -> str:
         q = statistics.quantiles(xs, n=10) if len(xs) >= 2 else xs
@@ -112,10 +129,17 @@ def main() -> None:
     print(f"engine forkserver start-up: {startup_ms:.0f} ms once; first run {first_ms:.1f} ms")
     print(f"(a) fresh torchrun --nproc_per_node=2: {describe(fresh)}")
     print(f"(b) warm verify engine, 2 ranks:       {describe(warm)}")
+    if unsandboxed:
+        print(f"(c) the same, DDPDRILL_SANDBOX=off:    {describe(unsandboxed)}")
     print(f"ratio (a)/(b) of medians: {statistics.median(fresh) / statistics.median(warm):.1f}x")
-    print("engine run, median ms from the run's start (last rank):")
+    if unsandboxed:
+        print(f"sandbox cost, ratio (b)/(c) of medians: "
+              f"{statistics.median(warm) / statistics.median(unsandboxed):.3f} (target <= 1.10)")
+    print("engine run, median ms from the run's start (last rank)" +
+          (", sandboxed / off:" if unsandboxed else ":"))
     for name, ts in phases.items():
-        print(f"  {name:<16} {statistics.median(ts):7.1f}")
+        other = f" {statistics.median(bare_phases[name]):7.1f}" if unsandboxed else ""
+        print(f"  {name:<16} {statistics.median(ts):7.1f}{other}")
 
 
 if __name__ == "__main__":

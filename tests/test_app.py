@@ -31,7 +31,7 @@ def _set_cookie(response: object) -> SimpleCookie:
 def test_healthz_answers_200_once_ready(app_client: TestClient) -> None:
     response = app_client.get("/healthz")
     assert response.status_code == 200
-    assert response.json() == {"status": "ok"}
+    assert response.json() == {"status": "ok", "sandbox": "on"}
 
 
 def test_unknown_pages_are_html_404_pages(client: TestClient) -> None:

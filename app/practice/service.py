@@ -54,11 +54,14 @@ def start_quiz(
     topics: list[str],
     difficulty: int | None,
     count: int,
+    types: list[str] | None = None,
     rng: random.Random | None = None,
 ) -> Quiz:
-    """A new quiz of up to `count` random published questions, pinned to their current revisions."""
+    """A new quiz of up to `count` random published questions (of these formats, if given),
+    pinned to their current revisions."""
     ensure_learner(db_session=db_session, learner_id=learner_id)
-    pool = list_published(db_session=db_session, topics=topics or None, difficulty=difficulty)
+    pool = list_published(db_session=db_session, topics=topics or None, difficulty=difficulty,
+                          types=types or None)
     if not pool:
         raise NoQuestions
     rng = rng or random.Random()

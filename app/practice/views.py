@@ -31,7 +31,7 @@ from app.practice.grading import MULTI_RULE, InvalidAnswer, correct_answer, tole
 from app.practice.models import Quiz, QuizItem
 from app.questions import service as questions_service
 from app.questions.models import Question
-from app.questions.schema import QuestionDoc
+from app.questions.schema import QUESTION_TYPES, QuestionDoc
 from app.templating import templates
 from app.verify.service import latest_verdict
 
@@ -179,11 +179,16 @@ def start_quiz(
         raise HTTPException(422, f"Unknown topic: {', '.join(unknown)}")
     difficulty = _int_or_none(form.get("difficulty"), "difficulty", 1, 3)
     count = _int_or_none(form.get("count"), "count", 1, service.MAX_QUIZ_QUESTIONS)
+    types = [t for t in form.getlist("types") if isinstance(t, str) and t]
+    if unknown_types := [t for t in types if t not in QUESTION_TYPES]:
+        raise HTTPException(422, f"Unknown format: {', '.join(unknown_types)}")
     try:
         quiz = service.start_quiz(db_session=db_session, learner_id=learner_id, topics=topics,
-                                  difficulty=difficulty, count=count or DEFAULT_QUIZ_LENGTH)
+                                  difficulty=difficulty, count=count or DEFAULT_QUIZ_LENGTH,
+                                  types=types)
     except service.NoQuestions:
-        raise HTTPException(422, "No published question matches those topics and difficulty.") from None
+        raise HTTPException(
+            422, "No published question matches those topics, difficulty and formats.") from None
     return RedirectResponse(f"/quizzes/{quiz.id}/1", status_code=303)
 
 

@@ -22,6 +22,7 @@ class Topic(Base):
     title: Mapped[str] = mapped_column(String(200))
     description: Mapped[str] = mapped_column(Text, default="")
     position: Mapped[int] = mapped_column(default=100)
+    group: Mapped[str] = mapped_column(String(80), default="", server_default="")
 
 
 class Question(Base):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 import re
 import string
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -22,6 +22,7 @@ MAX_WORLD_SIZE = 8
 MAX_AUDIT_ALL_COMBINATIONS = 16
 
 QuestionType = Literal["single", "multi", "numeric", "trace"]
+QUESTION_TYPES: tuple[str, ...] = get_args(QuestionType)
 AnswerFormat = Literal["single", "multi", "numeric"]
 # A knob value is JSON: a scalar, or a (nested) list such as per-rank batch sizes.
 KnobValue = bool | int | float | str | list[Any]
@@ -370,6 +371,8 @@ class TopicDoc(Strict):
     title: str = Field(min_length=1)
     description: str = ""
     position: int = 100
+    # The heading the home page lists the topic under; topics without one come last.
+    group: str = Field(default="", max_length=80)
 
 
 def key_binding_problems(doc: QuestionDoc) -> list[FieldError]:

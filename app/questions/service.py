@@ -101,14 +101,15 @@ def denormalise(question: Question, doc: QuestionDoc) -> None:
 
 
 def upsert_topic(*, db_session: Session, slug: str, topic: TopicDoc) -> Topic:
-    """Create or update a topic's title, description and position."""
+    """Create or update a topic's title, description, position and group."""
     row = db_session.get(Topic, slug)
     if row is None:
         row = Topic(slug=slug, title=topic.title, description=topic.description,
-                    position=topic.position)
+                    position=topic.position, group=topic.group)
         db_session.add(row)
     else:
         row.title, row.description, row.position = topic.title, topic.description, topic.position
+        row.group = topic.group
     db_session.flush()
     return row
 
@@ -161,7 +162,8 @@ def import_bank(*, db_session: Session, bank: Bank, retire_missing: bool = True)
 def export_bank(*, db_session: Session) -> tuple[list[QuestionDoc], dict[str, TopicDoc]]:
     """The current revision of every question that is not retired, and every topic."""
     topics = {
-        t.slug: TopicDoc(title=t.title, description=t.description, position=t.position)
+        t.slug: TopicDoc(title=t.title, description=t.description, position=t.position,
+                         group=t.group)
         for t in db_session.scalars(select(Topic).order_by(Topic.position, Topic.slug))
     }
     docs = []
@@ -192,8 +194,10 @@ def list_published(
     topics: list[str] | None = None,
     tag: str | None = None,
     difficulty: int | None = None,
+    types: list[str] | None = None,
 ) -> list[Question]:
-    """Published questions, filtered, in topic then difficulty order."""
+    """Published questions, filtered (`types`: single, multi, numeric, trace), in topic then
+    difficulty order."""
     stmt = (
         select(Question)
         .join(Topic, Topic.slug == Question.topic)
@@ -204,6 +208,8 @@ def list_published(
         stmt = stmt.where(Question.topic.in_(topics))
     if difficulty is not None:
         stmt = stmt.where(Question.difficulty == difficulty)
+    if types:
+        stmt = stmt.where(Question.type.in_(types))
     questions = list(db_session.scalars(stmt).unique())
     if tag:
         questions = [q for q in questions if tag in (q.tags or [])]
@@ -233,6 +239,29 @@ def topic_summaries(*, db_session: Session) -> list[TopicSummary]:
         if diffs:
             out.append(TopicSummary(topic=topic, count=sum(diffs.values()), difficulties=diffs))
     return out
+
+
+@dataclass
+class TopicGroup:
+    title: str
+    topics: list[TopicSummary]
+
+    @property
+    def count(self) -> int:
+        return sum(t.count for t in self.topics)
+
+
+# Topics whose _topic.yaml names no group are listed under this heading, last.
+UNGROUPED = "More topics"
+
+
+def topic_groups(summaries: list[TopicSummary]) -> list[TopicGroup]:
+    """Topic summaries under their group headings, groups in order of their first topic."""
+    groups: dict[str, TopicGroup] = {}
+    for s in summaries:
+        title = s.topic.group or UNGROUPED
+        groups.setdefault(title, TopicGroup(title, [])).topics.append(s)
+    return sorted(groups.values(), key=lambda g: g.title == UNGROUPED)
 
 
 def get_topic(*, db_session: Session, slug: str) -> Topic | None:

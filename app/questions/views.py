@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, HTTPException, Request
+from typing import Annotated
+
+from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.responses import Response
 
 from app.deps import SessionDep
 from app.questions import service
+from app.questions.schema import QUESTION_TYPES
 from app.templating import templates
 
 router = APIRouter(include_in_schema=False)
@@ -17,16 +20,26 @@ def home(request: Request, db_session: SessionDep) -> Response:
     summaries = service.topic_summaries(db_session=db_session)
     total = sum(s.count for s in summaries)
     return templates.TemplateResponse(
-        request, "questions/home.html", {"summaries": summaries, "total": total}
-    )
+        request, "questions/home.html",
+        {"summaries": summaries, "groups": service.topic_groups(summaries), "total": total,
+         "types": QUESTION_TYPES})
 
 
 @router.get("/topics/{slug}")
-def topic_page(request: Request, slug: str, db_session: SessionDep) -> Response:
+def topic_page(
+    request: Request, slug: str, db_session: SessionDep, difficulty: str = "",
+    types: Annotated[list[str], Query()] = [],  # noqa: B006 (FastAPI copies query defaults)
+) -> Response:
     topic = service.get_topic(db_session=db_session, slug=slug)
     if topic is None:
         raise HTTPException(404, f"No topic called {slug!r}.")
-    questions = service.list_published(db_session=db_session, topics=[slug])
+    chosen_types = [t for t in types if t in QUESTION_TYPES]
+    # Filters come from a form whose "any" is empty; anything unknown means no filter.
+    level = int(difficulty) if difficulty in ("1", "2", "3") else None
+    questions = service.list_published(db_session=db_session, topics=[slug], difficulty=level,
+                                       types=chosen_types or None)
+    total = len(service.list_published(db_session=db_session, topics=[slug]))
     return templates.TemplateResponse(
-        request, "questions/topic.html", {"topic": topic, "questions": questions}
-    )
+        request, "questions/topic.html",
+        {"topic": topic, "questions": questions, "total": total, "types": QUESTION_TYPES,
+         "filters": {"difficulty": level, "types": chosen_types}})

@@ -78,11 +78,12 @@ def verify_command(
         limits = Limits.from_settings(get_settings())
         if timeout is not None:
             limits = Limits(timeout_s=timeout, memory_bytes=limits.memory_bytes,
-                            cpu_seconds=limits.cpu_seconds, output_bytes=limits.output_bytes)
+                            cpu_seconds=limits.cpu_seconds, output_bytes=limits.output_bytes,
+                            processes=limits.processes, scratch_bytes=limits.scratch_bytes)
     except ValueError as exc:
         raise _fail(str(exc)) from None
 
-    engine = get_engine()  # closed at exit (atexit)
+    engine = get_engine(sandbox=get_settings().sandbox)  # closed at exit (atexit)
     results: list[RunResult] = []
     try:
         for _ in range(repeat):

@@ -68,7 +68,7 @@ class Worker:
             return self._engine_factory()
         from app.verify.engine import get_engine
 
-        return get_engine()
+        return get_engine(sandbox=self.settings.sandbox)
 
     def claim(self) -> Job | None:
         with session_scope(self.factory) as s:

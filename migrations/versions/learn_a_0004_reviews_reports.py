@@ -1,7 +1,7 @@
 """learner accounts, confidence, FSRS review cards and logs, problem reports
 
 Revision ID: learn_a_0004
-Revises: 0003
+Revises: 0004
 """
 from collections.abc import Sequence
 
@@ -11,7 +11,7 @@ from alembic import op
 import app.db
 
 revision: str = "learn_a_0004"
-down_revision: str | None = "0003"
+down_revision: str | None = "0004"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

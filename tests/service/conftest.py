@@ -56,10 +56,12 @@ def worker_process(database_url: str, tmp_path: Path) -> Iterator[Callable[..., 
     """Starts `ddpdrill worker` processes on the test database; all are stopped afterwards."""
     procs: list[subprocess.Popen[bytes]] = []
 
-    def start(lease_seconds: float = 30.0, concurrency: int = 1) -> subprocess.Popen[bytes]:
+    def start(lease_seconds: float = 30.0, concurrency: int = 1,
+              sandbox: bool = True) -> subprocess.Popen[bytes]:
         env = {**os.environ, "DDPDRILL_DATABASE_URL": database_url,
                "DDPDRILL_DATA_DIR": str(tmp_path / "data"),
-               "DDPDRILL_LEASE_SECONDS": str(lease_seconds)}
+               "DDPDRILL_LEASE_SECONDS": str(lease_seconds),
+               "DDPDRILL_SANDBOX": "on" if sandbox else "off"}
         with open(tmp_path / f"worker-{len(procs)}.log", "wb") as log:
             proc = subprocess.Popen(
                 [sys.executable, "-m", "app.cli", "worker", "--concurrency", str(concurrency)],

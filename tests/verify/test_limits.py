@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from app.verify.engine import Engine
 from tests.verify.conftest import Run
 
 GIB = 1024**3
@@ -147,20 +148,46 @@ shell = subprocess.run(["sh", "-c", "setsid sleep 300 >/dev/null 2>&1 & echo $!"
                        capture_output=True, text=True, check=True)
 report("pids", [child.pid, int(shell.stdout)])
 report("cwd", os.getcwd())
+report("uid", os.getuid())
 if params["hang"]:
     time.sleep(300)
 """
 
 
+# Every process in the sandbox's PID namespace, with its real uid.
+PROCESSES = """
+import os
+found = []
+for name in os.listdir("/proc"):
+    if name.isdigit():
+        try:
+            status = open(f"/proc/{name}/status").read()
+        except OSError:
+            continue
+        uid = int(status.split("Uid:")[1].split()[0])
+        state = status.split("State:")[1].split()[0]
+        found.append([int(name), uid, state])
+report("processes", found)
+"""
+
+
 @pytest.mark.parametrize("hang", [False, True], ids=["exits", "times-out"])
-def test_processes_a_snippet_spawns_are_killed_and_its_folder_removed(run: Run, hang: bool) -> None:
+def test_processes_a_snippet_spawns_are_killed_and_its_folder_removed(
+        engine: Engine, run: Run, hang: bool) -> None:
     result = run(SPAWNER, params={"hang": hang}, timeout_s=1.5)
     assert result.outcome == ("timeout" if hang else "ok"), result.diagnosis
     pids = [pid for r in result.ranks for pid in r.values["pids"]]
     assert len(pids) == 4
-    assert [pid for pid in pids if _alive(pid)] == []
     assert result.leftover_processes == 4
     assert "4 processes started by the snippet were still alive" in result.diagnosis
+    if engine.sandboxed:
+        # The pids are the sandbox's own: look from inside, by the run's uid.
+        later = run(PROCESSES, world_size=1)
+        run_uid = result.ranks[0].values["uid"]
+        assert [p for p in later.ranks[0].values["processes"] if p[1] == run_uid] == []
+        assert {r.values["cwd"] for r in result.ranks} == {"/tmp"}
+        return
+    assert [pid for pid in pids if _alive(pid)] == []
     for r in result.ranks:
         assert not os.path.exists(r.values["cwd"])
 

@@ -24,7 +24,7 @@ report("params", params)
 
 @pytest.fixture
 def cli(engine: Engine, monkeypatch: pytest.MonkeyPatch) -> CliRunner:
-    monkeypatch.setattr(verify_cli, "get_engine", lambda: engine)
+    monkeypatch.setattr(verify_cli, "get_engine", lambda **_: engine)
     return CliRunner()
 
 

@@ -21,10 +21,11 @@ from importlib import metadata
 from typing import Any
 
 from app.verify.engine import runner
-from app.verify.engine.errors import EngineFailure, SnippetSyntaxError
+from app.verify.engine.errors import EngineFailure, SandboxUnavailable, SnippetSyntaxError
 from app.verify.engine.limits import Limits
 from app.verify.engine.pool import Pool
 from app.verify.engine.result import RESULT_VERSION, BucketRecord, RankResult, RunResult
+from app.verify.engine.sandbox import probe as sandbox_probe
 
 __all__ = [
     "HARNESS_VERSION",
@@ -36,9 +37,11 @@ __all__ = [
     "Limits",
     "RankResult",
     "RunResult",
+    "SandboxUnavailable",
     "SnippetSyntaxError",
     "check_snippet",
     "get_engine",
+    "sandbox_status",
     "torch_version",
 ]
 
@@ -71,16 +74,39 @@ def check_snippet(code: str) -> None:
         raise SnippetSyntaxError(str(exc) or type(exc).__name__) from None
 
 
+@lru_cache(maxsize=2)
+def sandbox_status(enabled: bool) -> tuple[str, str]:
+    """("on" | "off" | "unavailable", a sentence for the log): what runs will be confined by.
+
+    "unavailable" means the setting asks for the sandbox and the host cannot build
+    it: runs then fail with SandboxUnavailable rather than run unconfined.
+    """
+    if not enabled:
+        return "off", ("snippets run WITHOUT the sandbox (DDPDRILL_SANDBOX=off): they can reach "
+                       "everything the server can (docs/sandbox.md)")
+    reason = sandbox_probe()
+    if reason is not None:
+        return "unavailable", (f"the verify sandbox is unavailable: {reason}. Verify runs will be "
+                               "refused; set DDPDRILL_SANDBOX=off to run snippets unsandboxed "
+                               "(docs/sandbox.md)")
+    return "on", "snippets run in the namespace sandbox (docs/sandbox.md)"
+
+
 class Engine:
     """Runs snippets on fresh gloo ranks forked from one warm forkserver."""
 
-    def __init__(self, *, python: str | None = None) -> None:
-        self._pool = Pool(python=python)
+    def __init__(self, *, python: str | None = None, sandbox: bool = True) -> None:
+        self._pool = Pool(python=python, sandbox=sandbox)
         self._closed = False
 
     @property
     def forkserver_pid(self) -> int | None:
         return self._pool.pid
+
+    @property
+    def sandboxed(self) -> bool:
+        """Whether runs happen inside the namespace sandbox (docs/sandbox.md)."""
+        return self._pool.sandbox
 
     @property
     def forkserver_starts(self) -> int:
@@ -140,12 +166,17 @@ _engine_pid: int | None = None
 _engine_lock = threading.Lock()
 
 
-def get_engine() -> Engine:
-    """The process-wide engine; its forkserver starts on first use (per process, fork-safe)."""
+def get_engine(*, sandbox: bool = True) -> Engine:
+    """The process-wide engine; its forkserver starts on first use (per process, fork-safe).
+
+    Callers pass the DDPDRILL_SANDBOX setting; asking for the other mode replaces the engine.
+    """
     global _engine, _engine_pid
     with _engine_lock:
+        if _engine is not None and _engine_pid == os.getpid() and _engine.sandboxed != sandbox:
+            _engine.close()
         if _engine is None or _engine_pid != os.getpid() or _engine._closed:
-            _engine = Engine()
+            _engine = Engine(sandbox=sandbox)
             _engine_pid = os.getpid()
             atexit.register(_engine.close)
         return _engine

@@ -16,3 +16,10 @@ class SnippetSyntaxError(ValueError):
         self.message = message
         self.line = line
         self.offset = offset
+
+
+class SandboxUnavailable(EngineFailure):
+    """The host does not allow the namespaces the sandbox needs; snippets are not run.
+
+    DDPDRILL_SANDBOX=off runs them without the sandbox instead (docs/sandbox.md).
+    """

@@ -29,7 +29,7 @@ from typing import Any, NoReturn
 import torch
 import torch.distributed as dist
 
-from app.verify.engine import _linux
+from app.verify.engine import _linux, sandbox
 from app.verify.engine.probes import SNIPPET_FILE, Probes
 
 # Beyond these a rank stops sending events and says so once; the runner has its own cap.
@@ -224,6 +224,12 @@ def _rank(spec: dict[str, Any], rank: int, fds: tuple[int, int, int], port: int,
 
     world_size = int(spec["world_size"])
     limits = spec["limits"]
+    if sandbox.active:
+        sandbox.confine_rank(leader_pid, int(limits["processes"]))
+        # Changing uid cleared the parent-death signal: ask again, and check again.
+        _linux.die_with_parent()
+        if os.getppid() != leader_pid:
+            return EXIT_HARNESS_FAILED
     os.chdir(workdir)
     os.environ.clear()
     os.environ.update(_environment(rank, world_size, port, workdir))

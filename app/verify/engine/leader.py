@@ -28,7 +28,7 @@ from typing import Any, NoReturn
 
 import torch.distributed as dist
 
-from app.verify.engine import _linux, harness
+from app.verify.engine import _linux, harness, sandbox
 
 # How long the ranks get to write their Python stacks before SIGKILL.
 STACK_DUMP_WAIT_S = 0.2
@@ -73,13 +73,15 @@ class _Channel:
 
 def leader_main(fds: list[int], zygote_pid: int) -> NoReturn:
     """Entry point of a leader forked for a run already waiting; never returns."""
+    status = 0
     try:
         if _become_leader(zygote_pid):
             _lead(fds, [])
     except BaseException:
+        status = 1  # the forkserver then kills whatever of the run may be left
         traceback.print_exc()
         sys.stderr.flush()
-    os._exit(0)
+    os._exit(status)
 
 
 def spare_main(sock: socket.socket, zygote_pid: int) -> NoReturn:
@@ -88,6 +90,7 @@ def spare_main(sock: socket.socket, zygote_pid: int) -> NoReturn:
     It makes its session and forks SPARE_RANKS idle ranks now, then waits for the
     forkserver to hand it a run: the forks are off the run's critical path.
     """
+    status = 0
     try:
         if _become_leader(zygote_pid):
             me = os.getpid()
@@ -100,9 +103,10 @@ def spare_main(sock: socket.socket, zygote_pid: int) -> NoReturn:
             if msg:
                 _lead(fds, spares)
     except BaseException:
+        status = 1
         traceback.print_exc()
         sys.stderr.flush()
-    os._exit(0)
+    os._exit(status)
 
 
 def _become_leader(zygote_pid: int) -> bool:
@@ -111,6 +115,9 @@ def _become_leader(zygote_pid: int) -> bool:
         return False
     os.setsid()
     _linux.become_subreaper()
+    if sandbox.active:
+        # Before any rank is forked: they must all see this run's scratch folder.
+        sandbox.enter_run(os.getpid())
     return True
 
 
@@ -168,11 +175,19 @@ def _lead(fds: list[int], spares: list[tuple[int, socket.socket]]) -> None:
     if len(rank_fds) != 3 * world_size:
         channel.send(type="error", message=f"expected {3 * world_size} rank pipes, got {len(rank_fds)}")
         return
-    workdir = tempfile.mkdtemp(prefix="ddpdrill-run-")
-    try:
+    if sandbox.active:
+        # The run's own tmpfs: it disappears with the run's last process.
+        workdir = sandbox.SCRATCH_DIR
+        scratch = int(spec["limits"].get("scratch_bytes", sandbox.DEFAULT_SCRATCH_BYTES))
+        if scratch != sandbox.DEFAULT_SCRATCH_BYTES:
+            sandbox.resize_scratch(scratch)
         leftovers = _run(spec, world_size, rank_fds, workdir, channel, spares)
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+    else:
+        workdir = tempfile.mkdtemp(prefix="ddpdrill-run-")
+        try:
+            leftovers = _run(spec, world_size, rank_fds, workdir, channel, spares)
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
     # Only now: when the runner hears "done", nothing of the run remains.
     channel.send(type="done", leftovers=leftovers, t=time.monotonic_ns())
 

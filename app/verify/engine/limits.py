@@ -9,6 +9,8 @@ from typing import Any
 MAX_TIMEOUT_S = 600.0
 # Importing torch and running a DDP step needs ~740 MiB of address space per rank.
 MIN_MEMORY_BYTES = 1024**3
+# Threads count too: eight DDP ranks have 32 between them.
+MIN_PROCESSES = 48
 
 
 @dataclass(frozen=True)
@@ -24,6 +26,11 @@ class Limits:
     # Per rank and per stream (stdout, stderr): the first this many bytes are kept,
     # the rest is read and discarded. The run goes on.
     output_bytes: int = 64 * 1024
+    # Processes and threads of the whole run together (RLIMIT_NPROC of the run's own uid;
+    # sandboxed runs only). Eight DDP ranks use 32 (four threads each).
+    processes: int = 128
+    # The run's scratch folder (a tmpfs; sandboxed runs only).
+    scratch_bytes: int = 64 * 1024**2
 
     def __post_init__(self) -> None:
         if not (0 < self.timeout_s <= MAX_TIMEOUT_S) or math.isnan(self.timeout_s):
@@ -35,6 +42,10 @@ class Limits:
             raise ValueError("cpu_seconds must be positive")
         if self.output_bytes < 1024:
             raise ValueError("output_bytes must be at least 1024")
+        if self.processes < MIN_PROCESSES:
+            raise ValueError(f"processes must be at least {MIN_PROCESSES}: eight ranks need that many")
+        if self.scratch_bytes < 64 * 1024:
+            raise ValueError("scratch_bytes must be at least 65536")
 
     @classmethod
     def from_settings(cls, settings: Any) -> Limits:
@@ -44,6 +55,8 @@ class Limits:
             memory_bytes=int(settings.verify_memory_bytes),
             cpu_seconds=float(settings.verify_cpu_seconds),
             output_bytes=int(settings.verify_output_bytes),
+            processes=int(settings.verify_processes),
+            scratch_bytes=int(settings.verify_scratch_bytes),
         )
 
     @property
@@ -58,4 +71,6 @@ class Limits:
             "memory_bytes": self.memory_bytes,
             "cpu_seconds": self.cpu_seconds,
             "output_bytes": self.output_bytes,
+            "processes": self.processes,
+            "scratch_bytes": self.scratch_bytes,
         }

@@ -1,9 +1,10 @@
 """The engine's handle on the warm forkserver (app.verify.engine.zygote): start, restart, send runs.
 
 The engine process itself never imports torch. It starts the forkserver once,
-lazily, with a scrubbed environment, and restarts it transparently when it has
-died. Sending a run is one SOCK_SEQPACKET message whose SCM_RIGHTS carry the
-run's control socket and rank pipes; the forkserver forks that run's leader.
+lazily, with a scrubbed environment (inside the namespace sandbox unless told
+otherwise, see sandbox.py), and restarts it transparently when it has died.
+Sending a run is one SOCK_SEQPACKET message whose SCM_RIGHTS carry the run's
+control socket and rank pipes; the forkserver forks that run's leader.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import threading
 import time
 from pathlib import Path
 
-from app.verify.engine.errors import EngineFailure
+from app.verify.engine.errors import EngineFailure, SandboxUnavailable
 
 # The first start imports torch from disk; a cold cache can take a while.
 START_TIMEOUT_S = 120.0
@@ -40,8 +41,10 @@ def _forkserver_env() -> dict[str, str]:
 class Pool:
     """One forkserver process; thread-safe."""
 
-    def __init__(self, *, python: str | None = None, start_timeout_s: float = START_TIMEOUT_S):
+    def __init__(self, *, python: str | None = None, start_timeout_s: float = START_TIMEOUT_S,
+                 sandbox: bool = True):
         self._python = python or sys.executable
+        self.sandbox = sandbox
         self._start_timeout_s = start_timeout_s
         self._lock = threading.Lock()
         self._proc: subprocess.Popen[bytes] | None = None
@@ -98,7 +101,8 @@ class Pool:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             self._proc = subprocess.Popen(
-                [self._python, "-m", "app.verify.engine.zygote", str(theirs.fileno())],
+                [self._python, "-m", "app.verify.engine.zygote", str(theirs.fileno()),
+                 "sandbox" if self.sandbox else "no-sandbox"],
                 pass_fds=[theirs.fileno()], env=_forkserver_env(), cwd=str(_ROOT),
                 stdin=subprocess.DEVNULL, stdout=self._log, stderr=self._log,
                 # Its own session: a Ctrl-C meant for the engine's terminal must not reach it.
@@ -115,10 +119,13 @@ class Pool:
             left = deadline - time.monotonic()
             ready, _, _ = select.select([ours], [], [], max(0.0, min(left, 0.5)))
             if ready:
-                msg = ours.recv(64)
+                msg = ours.recv(4096)
                 if msg.startswith(b"ready"):
                     self.starts += 1
                     return
+                if msg.startswith(b"error "):
+                    self._stop()
+                    raise SandboxUnavailable(msg[6:].decode(errors="replace"))
             if self._proc.poll() is not None or left <= 0:
                 tail = self.log_tail()
                 self._stop()

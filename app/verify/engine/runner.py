@@ -18,6 +18,7 @@ import os
 import selectors
 import signal
 import socket
+import struct
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,6 +39,7 @@ DRAIN_S = 2.0
 MAX_EVENT_BYTES = 16 * 2**20
 MAX_EVENTS = 50_000
 READ_CHUNK = 65536
+_UCRED = struct.Struct("iII")  # struct ucred: pid, uid, gid
 # Output pipes are widened to this (Linux's default pipe-max-size): a flooding
 # rank then blocks on a full pipe 16 times less often than with the default 64 KiB,
 # and the runner wakes 16 times less often to drain it. Best effort: the kernel may
@@ -113,6 +115,10 @@ def run(pool: Pool, *, code: str, world_size: int, params: dict[str, Any], limit
     pool.ensure_started()  # the first run's forkserver start-up is not the snippet's time
     t0 = time.monotonic_ns()
     ctrl, leader_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    # The kernel attaches the leader's pid to what it sends, as this process sees
+    # it: inside the sandbox's PID namespace the leader's own idea of its pid is
+    # meaningless here.
+    ctrl.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
     ranks = [_Rank(r, _Capture(limits.output_bytes), _Capture(limits.output_bytes))
              for r in range(world_size)]
     readers: dict[int, tuple[str, int]] = {}
@@ -174,6 +180,8 @@ class _Watch:
         self.sel = selectors.DefaultSelector()
         self.ctrl_buf = b""
         self.leader: int | None = None
+        # The leader's pid in this process's PID namespace (from SCM_CREDENTIALS).
+        self.leader_pid: int | None = None
         self.done: dict[str, Any] | None = None
         self.stop_reason: str | None = None
         self.stop_t: int | None = None
@@ -218,7 +226,10 @@ class _Watch:
                     self._read_rank(key.fd, kind, rank)
 
     def _read_ctrl(self) -> None:
-        data = self.ctrl.recv(READ_CHUNK)
+        data, ancillary, _, _ = self.ctrl.recvmsg(READ_CHUNK, socket.CMSG_SPACE(_UCRED.size))
+        for level, kind, payload in ancillary:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_CREDENTIALS and payload:
+                self.leader_pid = _UCRED.unpack(payload[:_UCRED.size])[0] or None
         if not data:
             self.sel.unregister(self.ctrl)
             if self.done is None:
@@ -229,7 +240,7 @@ class _Watch:
             msg = json.loads(line)
             kind = msg.get("type")
             if kind == "started":
-                self.leader = int(msg["leader"])
+                self.leader = int(msg["leader"])  # in the leader's PID namespace
             elif kind == "exit":
                 self.ranks[int(msg["rank"])].exit = msg
             elif kind == "done":
@@ -266,9 +277,9 @@ class _Watch:
 
     def abort(self) -> None:
         """Kill the run's whole session (the leader made it; every rank is in it)."""
-        if self.leader is not None:
+        if self.leader is not None and self.leader_pid is not None:
             with contextlib.suppress(OSError):
-                os.killpg(self.leader, signal.SIGKILL)
+                os.killpg(self.leader_pid, signal.SIGKILL)
 
     def close(self) -> None:
         for fd in list(self.readers):

@@ -1,7 +1,8 @@
 """The warm forkserver: imports torch and everything DDP needs once, then forks a leader per run.
 
-Started by `pool.Pool` as `python -m app.verify.engine.zygote FD` with a scrubbed
-environment. It preloads, freezes the heap out of the garbage collector's reach
+Started by `pool.Pool` as `python -m app.verify.engine.zygote FD sandbox|no-sandbox`
+with a scrubbed environment. Unless told otherwise it first moves into the
+namespace sandbox (sandbox.py), then preloads, freezes the heap out of the garbage collector's reach
 (so a rank's gc pass costs microseconds, not 100+ ms), says "ready" on FD and
 then waits for requests: each is one SOCK_SEQPACKET message carrying the run's
 control socket and rank pipes as SCM_RIGHTS. It keeps one spare leader, forked in
@@ -21,7 +22,10 @@ import signal
 import socket
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import NoReturn
+
+from app.verify.engine import sandbox
 
 # Modules a typical snippet and DDP touch on first use; importing them here is
 # what makes a run cost tens of milliseconds instead of seconds.
@@ -60,13 +64,23 @@ def serve(sock: socket.socket) -> None:
 
     me = os.getpid()
     spare: tuple[int, socket.socket] | None = None
+    leaders: set[int] = set()
     while True:
         dead = _reap()
+        for pid, status in dead.items():
+            if pid in leaders:
+                leaders.discard(pid)
+                if status != 0 and sandbox.active:
+                    # A leader that did not finish its sweep (killed, crashed) may
+                    # have left processes of its run behind, now orphaned to us.
+                    sandbox.kill_run(pid)
         if spare is not None and spare[0] in dead:
             spare[1].close()
             spare = None
         if spare is None:
             spare = _fork_spare(sock, me, spare_main)
+            if spare is not None:
+                leaders.add(spare[0])
         ready, _, _ = select.select([sock], [], [], 1.0)
         if not ready:
             continue
@@ -96,6 +110,8 @@ def serve(sock: socket.socket) -> None:
             if pid == 0:
                 sock.close()
                 leader_main(fds, me)
+            if pid > 0:
+                leaders.add(pid)
         for fd in fds:  # the leader has its copies; a failed fork closes the run's channel
             os.close(fd)
 
@@ -117,14 +133,15 @@ def _fork_spare(sock: socket.socket, me: int,
     return pid, ours
 
 
-def _reap() -> set[int]:
-    dead: set[int] = set()
+def _reap() -> dict[int, int]:
+    """Reap every exited child; their exit statuses (-signal if killed) by pid."""
+    dead: dict[int, int] = {}
     try:
         while True:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
+            pid, status = os.waitpid(-1, os.WNOHANG)
             if not pid:
                 break
-            dead.add(pid)
+            dead[pid] = os.waitstatus_to_exitcode(status)
     except ChildProcessError:
         pass
     return dead
@@ -132,6 +149,13 @@ def _reap() -> set[int]:
 
 def main() -> None:
     sock = socket.socket(fileno=int(sys.argv[1]))
+    if sys.argv[2:3] != ["no-sandbox"]:
+        try:
+            # Returns in the sandboxed forkserver (PID 1 of its own namespace).
+            sandbox.enter(sock, Path(__file__).resolve().parents[2])
+        except OSError as exc:
+            sock.send(f"error the sandbox is unavailable: {exc}".encode())
+            sys.exit(1)
     preload()
     sys.stdout.flush()
     sys.stderr.flush()
