@@ -321,3 +321,17 @@ def test_the_quiz_routes_cannot_answer_a_mock_interview_around_its_deadline(
     r = client.post(f"/quizzes/{mid}/1/answer", data={**hidden, "answer": "a"})
     assert r.status_code == 404
     assert count(session_factory, Attempt) == 0
+
+
+def test_a_second_answer_to_a_mock_question_is_refused_and_the_first_counts(
+    client: TestClient, clock: FixedClock, session_factory: sessionmaker[Session],
+) -> None:
+    body = client.post("/api/v1/mock-interviews", json={"minutes": 10}).json()
+    slug = body["items"][0]["slug"]
+    answers = f"/api/v1/mock-interviews/{body['id']}/answers"
+    first = client.post(answers, json={"position": 1, "answer": FIXTURE[slug]["wrong"]})
+    again = client.post(answers, json={"position": 1, "answer": FIXTURE[slug]["right"]})
+    assert (first.status_code, again.status_code) == (201, 409)
+    assert count(session_factory, Attempt) == 1
+    report = client.post(f"/api/v1/mock-interviews/{body['id']}/finish").json()
+    assert report["items"][0]["correct"] is False and report["score"] == 0.0
