@@ -21,7 +21,7 @@ from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, lazyload
 
 from app.practice import review
 from app.practice.grading import Grade, correct_answer, grade
@@ -126,8 +126,10 @@ def start(*, db_session: Session, learner_id: str, minutes: int, now: datetime,
     if not MIN_MINUTES <= minutes <= MAX_MINUTES:
         raise ValueError(f"minutes must be between {MIN_MINUTES} and {MAX_MINUTES}")
     ensure_learner(db_session=db_session, learner_id=learner_id)
-    pool = list(db_session.scalars(select(Question).where(Question.status == STATUS_PUBLISHED,
-                                                          Question.current_revision_id.is_not(None))
+    # The pick needs each question's topic, type and difficulty, not its revision's content.
+    pool = list(db_session.scalars(select(Question).options(lazyload(Question.current_revision))
+                                   .where(Question.status == STATUS_PUBLISHED,
+                                          Question.current_revision_id.is_not(None))
                                    .order_by(Question.id)))
     if not pool:
         raise NoQuestions
