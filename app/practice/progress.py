@@ -309,13 +309,11 @@ def dashboard(*, db_session: Session, learner_id: str, now: datetime,
             w.attempts += n
             w.correct += n if correct else 0
 
-    end = datetime.combine(today + timedelta(days=DUE_DAYS), time(0, tzinfo=UTC))
-    due: dict[date, int] = defaultdict(int)
-    for c in live:
-        if c.due < end:
-            due[max(today, c.due.astimezone(UTC).date())] += 1
-    due_by_day = [(today + timedelta(days=i), due.get(today + timedelta(days=i), 0))
-                  for i in range(DUE_DAYS)]
+    # Calendar days from midnight UTC; today's count includes everything overdue.
+    per_day = review.due_per_day(db_session=db_session, learner_id=learner_id,
+                                 start=datetime.combine(today, time(0, tzinfo=UTC)),
+                                 days=DUE_DAYS)
+    due_by_day = [(today + timedelta(days=i), n) for i, n in enumerate(per_day)]
 
     goal = get_goal(db_session=db_session, learner_id=learner_id)
     fc = None
