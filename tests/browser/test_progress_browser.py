@@ -6,6 +6,7 @@ With DDPDRILL_SCREENSHOTS=<folder> the pages are saved there as PNGs."""
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from datetime import UTC, datetime, timedelta
@@ -14,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from app.practice.progress import interview_moment
 from tests.browser.test_learning_browser import (  # noqa: F401  (a fixture, used by name)
     _no_sideways_scroll,
     learning_server,
@@ -117,7 +119,10 @@ def test_a_short_mock_interview_to_its_report_then_the_dashboard_and_forecast(
     assert page.locator("svg#forecast").count() == 1
     assert page.locator("table.forecast tbody tr").count() == 2
     page.locator("#plan table.plan").wait_for()
-    assert page.locator("#plan table.plan tbody tr").count() == 10
+    # One row a day from the server's now (moved 11 minutes on) to 09:00 UTC on the date.
+    server_now = datetime.now(UTC) + timedelta(seconds=11 * 60)
+    days = math.ceil((interview_moment(when) - server_now).total_seconds() / 86400)
+    assert page.locator("#plan table.plan tbody tr").count() == days
     for chart in ("mastery", "accuracy", "heatmap", "forecast"):
         svg = page.locator(f"svg#{chart}")
         assert svg.locator(":scope > title").count() == 1 and svg.locator(":scope > desc").count() == 1
