@@ -137,6 +137,16 @@ def import_directory(settings: Settings, directory: Path) -> int:
     with db_session(settings) as session:
         report = import_bank(db_session=session, bank=bank)
     out.print(f"Imported {directory}: {report.summary()}.")
+    # Learners' first Verify should be a cache hit: queue every audited combination
+    # now, for `serve`'s worker or `ddpdrill worker` processes to run in the background.
+    from app.verify.audit import queue_published
+
+    engine = make_engine(settings.resolved_database_url)
+    try:
+        queued = queue_published(make_sessionmaker(engine))
+    finally:
+        engine.dispose()
+    out.print(f"{queued} audited runs are cached or queued for the workers.")
     return 0
 
 
@@ -209,6 +219,9 @@ def bank_verify(
         for a in audits:
             for c in a.gate.combos:
                 knobs = ", ".join(f"{k}={v}" for k, v in c.params.items()) or "—"
+                if c.role != "question":
+                    # An exercise's starter must fail a check: say so, beside its rows.
+                    knobs = f"{c.role} ({c.state}): {knobs}"
                 # Measured text (torch's error messages) may contain [brackets]: escape it.
                 if c.failure:
                     table.add_row(a.slug, escape(knobs), "run", "a finished run", escape(c.failure),
@@ -280,7 +293,7 @@ def worker(
     import signal
     import threading
 
-    from app.verify.worker import WorkerPool
+    from app.verify.worker import WorkerPool, warm_engine
 
     settings = get_settings()
     if settings.uses_default_database:
@@ -302,6 +315,10 @@ def worker(
 
     state, message = sandbox_status(settings.sandbox)
     out.print(f"Sandbox {state}: {message}.")
+    # Start the rank pool now, so this worker's first run (perhaps one a dead worker
+    # left behind) does not also wait for torch to import.
+    threading.Thread(target=warm_engine, args=(settings.sandbox,), name="engine-warmup",
+                     daemon=True).start()
     pool.start()
     out.print(f"{concurrency} worker(s) waiting for runs.")
     while not stopping.wait(0.5):

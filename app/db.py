@@ -5,6 +5,8 @@ Making an engine or a session factory registers every model (see register_models
 
 from __future__ import annotations
 
+import sqlite3
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -15,8 +17,22 @@ from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
 from sqlalchemy.types import TypeDecorator
 
 # Long enough for a writer to finish a bank import; short enough that a stuck
-# writer shows up as an error rather than a hung page.
+# writer shows up as an error rather than a hung page. This is the wait for a
+# writer in another process (a `ddpdrill worker`, the CLI); writers in this
+# process queue on SQLiteWriterLock instead, which hands over at once rather
+# than sleeping in SQLite's busy handler.
 SQLITE_BUSY_TIMEOUT_MS = 15_000
+# A request waits this long for this process's SQLite writer before it is told
+# to retry (503), instead of piling up behind a stuck writer.
+SQLITE_WRITER_WAIT_S = 5.0
+# Execution option of a read-only session: its transaction starts deferred, so it
+# takes no write lock (see read_sessionmaker).
+READ_ONLY = "ddpdrill_read_only"
+# Connections a PostgreSQL engine keeps beyond the request threads: the
+# in-process workers' claims and lease renewals, /healthz and the CLI.
+PG_POOL_SPARE = 8
+# A request that cannot get a connection within this long is told to retry (503).
+POOL_TIMEOUT_S = 5.0
 
 NAMING = {
     "ix": "ix_%(column_0_label)s",
@@ -75,33 +91,116 @@ def register_models() -> None:
     import app.models  # noqa: F401
 
 
-def make_engine(url: str) -> Engine:
-    """An engine for the URL, with SQLite's pragmas applied to every connection."""
+class SQLiteConnection(sqlite3.Connection):
+    """A connection that holds its engine's writer lock from its first write to commit or rollback.
+
+    SQLite lets one connection write at a time. Threads of one process that wait
+    in SQLite's busy handler sleep in growing steps (up to 100 ms) and wake in no
+    order; waiting on a Python lock hands the database over the moment the
+    writer commits.
+    """
+
+    writer_lock: threading.Lock
+    holds_writer_lock = False
+
+    def acquire_writer(self) -> None:
+        if self.holds_writer_lock:
+            return
+        if not self.writer_lock.acquire(timeout=SQLITE_WRITER_WAIT_S):
+            raise sqlite3.OperationalError("database is locked (waited for this process's writer)")
+        self.holds_writer_lock = True
+
+    def release_writer(self) -> None:
+        if self.holds_writer_lock and not self.in_transaction:
+            self.holds_writer_lock = False
+            self.writer_lock.release()
+
+    def commit(self) -> None:
+        try:
+            super().commit()
+        finally:
+            self.release_writer()
+
+    def rollback(self) -> None:
+        try:
+            super().rollback()
+        finally:
+            self.release_writer()
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            if self.holds_writer_lock:
+                self.holds_writer_lock = False
+                self.writer_lock.release()
+
+
+_WRITES = ("INSERT", "UPDATE", "DELETE", "REPLACE")
+
+
+def make_engine(url: str, *, pool_size: int = 40) -> Engine:
+    """An engine for the URL, with SQLite's pragmas applied to every connection.
+
+    `pool_size` is the number of request threads that may use the database at
+    once (see docs/configuration.md): the pool never makes one of them wait.
+    """
     register_models()
     if url.startswith("sqlite"):
         engine = create_engine(
-            url, connect_args={"check_same_thread": False, "timeout": SQLITE_BUSY_TIMEOUT_MS / 1000}
+            url, connect_args={"check_same_thread": False, "timeout": SQLITE_BUSY_TIMEOUT_MS / 1000,
+                               "factory": SQLiteConnection},
+            pool_size=pool_size, max_overflow=PG_POOL_SPARE, pool_timeout=POOL_TIMEOUT_S,
         )
         event.listen(engine, "connect", _sqlite_pragmas)
-        # A deferred transaction that reads and then writes fails with
-        # SQLITE_BUSY when another connection wrote in between, and the busy
-        # timeout cannot help. BEGIN IMMEDIATE takes the write lock up front;
-        # WAL readers are not blocked by it.
-        @event.listens_for(engine, "begin")
-        def _begin(conn: Any) -> None:
-            conn.exec_driver_sql("BEGIN IMMEDIATE")
+        writer_lock = threading.Lock()
 
         @event.listens_for(engine, "connect")
         def _no_autobegin(dbapi_connection: Any, _record: Any) -> None:
             dbapi_connection.isolation_level = None
+            dbapi_connection.writer_lock = writer_lock
+
+        # A deferred transaction that reads and then writes fails with
+        # SQLITE_BUSY when another connection wrote in between, and the busy
+        # timeout cannot help. So a session that may write begins IMMEDIATE,
+        # taking the write lock up front (WAL readers are not blocked by it);
+        # a read-only session (GET requests) begins deferred and takes no lock.
+        @event.listens_for(engine, "begin")
+        def _begin(conn: Any) -> None:
+            if conn.get_execution_options().get(READ_ONLY):
+                conn.exec_driver_sql("BEGIN")
+                return
+            dbapi_connection = conn.connection.dbapi_connection
+            dbapi_connection.acquire_writer()
+            try:
+                conn.exec_driver_sql("BEGIN IMMEDIATE")
+            except BaseException:
+                dbapi_connection.release_writer()
+                raise
+
+        # A read-only session that writes after all (a page that records when it
+        # was first shown) queues on the writer lock like everyone else; if another
+        # writer committed since it began reading, SQLite refuses the write and the
+        # request is answered 503 (retry), never with stale data.
+        @event.listens_for(engine, "before_cursor_execute")
+        def _write_in_read(conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+            if conn.get_execution_options().get(READ_ONLY) and \
+                    statement.lstrip()[:7].upper().startswith(_WRITES):
+                conn.connection.dbapi_connection.acquire_writer()
 
         return engine
-    return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
+    return create_engine(url, pool_pre_ping=True, pool_size=pool_size + PG_POOL_SPARE,
+                         max_overflow=0, pool_timeout=POOL_TIMEOUT_S)
 
 
 def make_sessionmaker(engine: Engine) -> sessionmaker[Session]:
     register_models()
     return sessionmaker(bind=engine, expire_on_commit=False)
+
+
+def read_sessionmaker(engine: Engine) -> sessionmaker[Session]:
+    """Sessions for requests that only read: on SQLite they take no write lock."""
+    return sessionmaker(bind=engine.execution_options(**{READ_ONLY: True}), expire_on_commit=False)
 
 
 @contextmanager

@@ -17,3 +17,12 @@ class RateLimited(Exception):
     def __init__(self, message: str, retry_after_s: int) -> None:
         super().__init__(message)
         self.retry_after_s = retry_after_s
+
+
+class TooLarge(ValueError):
+    """A submission is over its size cap (413)."""
+
+
+class InvalidInput(ValueError):
+    """The request is well formed but its content cannot be used, e.g. code that does not
+    compile (422)."""

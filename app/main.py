@@ -2,26 +2,40 @@
 
 from __future__ import annotations
 
+import json
 import logging
+import sqlite3
 import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
+import anyio
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, PlainTextResponse, Response
+from fastapi.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
-from sqlalchemy.exc import DataError
+from sqlalchemy.exc import DataError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 from app.accounts import views as accounts_views
 from app.authoring import views as authoring_views
 from app.clock import Clock
-from app.db import make_engine, make_sessionmaker
+from app.db import make_engine, make_sessionmaker, read_sessionmaker
 from app.deps import LoginRequired
-from app.errors import NotFound, RateLimited
+from app.errors import InvalidInput, NotFound, RateLimited, TooLarge
 from app.identity import LearnerCookieMiddleware
-from app.middleware import BufferedBodyMiddleware, SecurityHeadersMiddleware
+from app.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
+from app.metrics import AppMetrics
+from app.middleware import (
+    OVERLOAD_RETRY_AFTER_S,
+    AdmissionMiddleware,
+    BufferedBodyMiddleware,
+    RequestMetricsMiddleware,
+    SecurityHeadersMiddleware,
+)
 from app.practice import api as practice_api
 from app.practice import progress_api, progress_views
 from app.practice import views as practice_views
@@ -33,26 +47,42 @@ from app.templating import STATIC_DIR, templates
 from app.verify import views as verify_views
 from app.verify.engine import sandbox_status
 from app.verify.knobs import InvalidKnob
-from app.verify.worker import WorkerPool
-
-
-def _warm_engine(sandbox: bool) -> None:
-    try:
-        from app.verify.engine import get_engine
-
-        # One trivial run forks the forkserver and imports torch in it.
-        get_engine(sandbox=sandbox).run("pass", world_size=1)
-    except Exception:  # the first run will start it, or report the failure
-        logging.getLogger("ddpdrill").exception("warming the verify engine failed")
+from app.verify.service import queue_state
+from app.verify.worker import WorkerPool, warm_engine
 
 
 def _wants_json(request: Request) -> bool:
     return request.url.path.startswith("/api/")
 
 
+class SafeJSONResponse(JSONResponse):
+    """JSON that escapes non-ASCII, so an error echoing a lone surrogate from the request
+    is still valid UTF-8 rather than a 500."""
+
+    def render(self, content: object) -> bytes:
+        return json.dumps(content, ensure_ascii=True, separators=(",", ":")).encode()
+
+
+def _slash_twin(app: FastAPI, request: Request) -> str | None:
+    """The path with its trailing slash removed (or added) when that names a route."""
+    path = request.url.path
+    if request.method not in ("GET", "HEAD") or path == "/":
+        return None
+    twin = path.rstrip("/") if path.endswith("/") else path + "/"
+    scope = {**request.scope, "path": twin}
+    if any(route.matches(scope)[0] == Match.FULL for route in app.router.routes):
+        return twin + (f"?{request.url.query}" if request.url.query else "")
+    return None
+
+
+def _busy(exc: Exception) -> bool:
+    text = str(getattr(exc, "orig", exc)).lower()
+    return "locked" in text or "busy" in text
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or get_settings()
-    engine = make_engine(settings.resolved_database_url)
+    engine = make_engine(settings.resolved_database_url, pool_size=settings.threads)
     # Said once, at start-up, before any run: whether snippets will be confined.
     sandbox, sandbox_message = sandbox_status(settings.sandbox)
     log = logging.getLogger("ddpdrill")
@@ -63,12 +93,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        # The views' thread pool and the database pool are sized together: every
+        # thread can hold a connection, so no view waits for one while holding a thread.
+        anyio.to_thread.current_default_thread_limiter().total_tokens = settings.threads
         pool = None
         if settings.workers > 0:
             pool = WorkerPool(app.state.sessionmaker, settings, settings.workers)
             app.state.worker_pool = pool
             # Start the warm rank pool now, so the first Verify does not pay for it.
-            threading.Thread(target=_warm_engine, args=(settings.sandbox,), name="engine-warmup",
+            threading.Thread(target=warm_engine, args=(settings.sandbox,), name="engine-warmup",
                              daemon=True).start()
             pool.start()
         yield
@@ -83,10 +116,25 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.clock = Clock(settings.clock_offset_file)
     app.state.engine = engine
     app.state.sessionmaker = make_sessionmaker(engine)
+    app.state.read_sessionmaker = read_sessionmaker(engine)
+
+    def read_queue() -> dict[str, Any]:
+        with app.state.read_sessionmaker() as session:
+            state = queue_state(db_session=session)
+        pool = getattr(app.state, "worker_pool", None)
+        state["local_workers"] = len(pool.workers) if pool is not None else 0
+        return state
+
+    app.state.metrics = AppMetrics(read_queue)
     app.add_middleware(LearnerCookieMiddleware, secret_key=settings.resolved_secret_key())
+    # A request takes a slot only once its body is in, so slow clients hold no slot.
+    app.add_middleware(AdmissionMiddleware, limit=settings.max_requests_in_flight,
+                       wait_s=settings.admission_wait_s)
     # Outermost: a view never waits on a slow client's body while it holds the database.
     app.add_middleware(BufferedBodyMiddleware)
     app.add_middleware(SecurityHeadersMiddleware)
+    # Outermost, so a request refused for overload is timed too.
+    app.add_middleware(RequestMetricsMiddleware, metrics=app.state.metrics)
 
     app.mount("/static", StaticFiles(directory=str(STATIC_DIR)), name="static")
     app.include_router(questions_api.router)
@@ -110,18 +158,29 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         return PlainTextResponse(css, media_type="text/css",
                                  headers={"Cache-Control": "public, max-age=3600"})
 
+    @app.get("/metrics", include_in_schema=False)
+    def metrics() -> Response:
+        return Response(app.state.metrics.exposition(), media_type=METRICS_CONTENT_TYPE)
+
     @app.get("/healthz", include_in_schema=False)
     def healthz() -> dict[str, str]:
-        with app.state.sessionmaker() as session:
+        # A read: on SQLite it must not queue behind writers to say the server is up.
+        with app.state.read_sessionmaker() as session:
             session.connection().exec_driver_sql("SELECT 1")
         # "unavailable": pages work but Verify refuses to run snippets.
         return {"status": "ok", "sandbox": sandbox}
 
+    # Starlette's own trailing-slash redirect builds an absolute URL from the Host
+    # header, which a client controls; ours is relative.
+    app.router.redirect_slashes = False
+
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
+        if exc.status_code == 404 and (twin := _slash_twin(app, request)) is not None:
+            return RedirectResponse(twin, status_code=307)
         if _wants_json(request):
-            return JSONResponse({"detail": exc.detail}, status_code=exc.status_code,
-                                headers=getattr(exc, "headers", None))
+            return SafeJSONResponse({"detail": exc.detail}, status_code=exc.status_code,
+                                    headers=getattr(exc, "headers", None))
         return templates.TemplateResponse(
             request, "errors/error.html",
             {"status": exc.status_code, "detail": exc.detail}, status_code=exc.status_code,
@@ -130,7 +189,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     def error_page(request: Request, status: int, detail: object,
                    headers: dict[str, str] | None = None) -> Response:
         if _wants_json(request):
-            return JSONResponse({"detail": detail}, status_code=status, headers=headers)
+            return SafeJSONResponse({"detail": detail}, status_code=status, headers=headers)
         return templates.TemplateResponse(request, "errors/error.html",
                                           {"status": status, "detail": detail}, status_code=status,
                                           headers=headers)
@@ -143,12 +202,32 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def rate_limited(request: Request, exc: RateLimited) -> Response:
         return error_page(request, 429, str(exc), {"Retry-After": str(exc.retry_after_s)})
 
+    @app.exception_handler(InvalidInput)
+    async def invalid_input(request: Request, exc: InvalidInput) -> Response:
+        return error_page(request, 422, str(exc))
+
+    @app.exception_handler(TooLarge)
+    async def too_large(request: Request, exc: TooLarge) -> Response:
+        return error_page(request, 413, str(exc))
+
     @app.exception_handler(InvalidKnob)
     async def invalid_knob(request: Request, exc: InvalidKnob) -> Response:
         if _wants_json(request):
             return error_page(request, 422, [{"loc": ["body", "params", exc.knob], "msg": exc.message,
                                               "type": "knob"}])
         return error_page(request, 422, str(exc))
+
+    @app.exception_handler(PoolTimeout)
+    @app.exception_handler(OperationalError)
+    @app.exception_handler(sqlite3.OperationalError)  # raised by our own writer lock
+    async def database_busy(request: Request, exc: Exception) -> Response:
+        # SQLite stayed locked past our wait, or no pool connection came free in time:
+        # the request did nothing, so the client may simply retry.
+        if isinstance(exc, OperationalError | sqlite3.OperationalError) and not _busy(exc):
+            raise exc
+        logging.getLogger("ddpdrill").warning("database busy on %s: %s", request.url.path, exc)
+        return error_page(request, 503, "The server is busy; try again in a moment.",
+                          {"Retry-After": str(OVERLOAD_RETRY_AFTER_S)})
 
     @app.exception_handler(OverflowError)
     @app.exception_handler(DataError)
@@ -168,7 +247,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             for e in exc.errors()
         ]
         if _wants_json(request):
-            return JSONResponse({"detail": errors}, status_code=422)
+            return SafeJSONResponse({"detail": errors}, status_code=422)
         return templates.TemplateResponse(
             request, "errors/error.html",
             {"status": 422, "detail": "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}"

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from app.metrics import AppMetrics
 
 # The largest body any route takes: a zipped bank upload (5 MB) and its form overhead.
 MAX_BODY_BYTES = 6 * 1024 * 1024
@@ -86,6 +89,53 @@ class BufferedBodyMiddleware:
         await self.app(scope, replay, send)
 
 
+# Paths that must answer even when the app is at capacity: probes, metrics and files.
+ADMISSION_EXEMPT_PREFIXES = ("/healthz", "/metrics", "/static")
+# What a client refused for overload is told to wait before trying again.
+OVERLOAD_RETRY_AFTER_S = 1
+
+
+async def overloaded(send: Send, detail: str = "The server is busy; try again in a moment.") -> None:
+    body = json.dumps({"detail": detail}).encode()
+    await send({"type": "http.response.start", "status": 503,
+                "headers": [(b"content-type", b"application/json"),
+                            (b"content-length", str(len(body)).encode()),
+                            (b"retry-after", str(OVERLOAD_RETRY_AFTER_S).encode())]})
+    await send({"type": "http.response.body", "body": body})
+
+
+class AdmissionMiddleware:
+    """At most `limit` requests in the app at once; the next ones wait up to `wait_s`, then get 503.
+
+    Past capacity, queueing without bound only turns a busy server into one that answers
+    every request after 30 s; a quick 503 with Retry-After lets clients back off.
+    """
+
+    def __init__(self, app: ASGIApp, limit: int, wait_s: float) -> None:
+        self.app = app
+        self.wait_s = wait_s
+        self.slots = asyncio.Semaphore(limit)
+        self.limit = limit
+
+    @property
+    def in_flight(self) -> int:
+        return self.limit - self.slots._value
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"].startswith(ADMISSION_EXEMPT_PREFIXES):
+            await self.app(scope, receive, send)
+            return
+        try:
+            await asyncio.wait_for(self.slots.acquire(), self.wait_s)
+        except TimeoutError:
+            await overloaded(send)
+            return
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.slots.release()
+
+
 class SecurityHeadersMiddleware:
     """A Content-Security-Policy and friends on every response."""
 
@@ -109,3 +159,32 @@ class SecurityHeadersMiddleware:
             await send(message)
 
         await self.app(scope, receive, with_headers)
+
+
+class RequestMetricsMiddleware:
+    """Times every request and labels it with its route template (never the raw path)."""
+
+    def __init__(self, app: ASGIApp, metrics: AppMetrics) -> None:
+        self.app = app
+        self.metrics = metrics
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        start = time.perf_counter()
+        status = 500
+
+        async def record_status(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = int(message["status"])
+            await send(message)
+
+        try:
+            await self.app(scope, receive, record_status)
+        finally:
+            route = scope.get("route")
+            template = getattr(route, "path", None) or "(unmatched)"
+            self.metrics.requests.labels(scope["method"], template, str(status)).observe(
+                time.perf_counter() - start)

@@ -31,12 +31,23 @@ class Settings(BaseSettings):
     host: str = "127.0.0.1"
     port: int = 8000
 
+    # Threads that run views (each holds at most one database connection, so the
+    # database pool is sized from this); see "Sizing" in docs/configuration.md.
+    threads: int = Field(32, ge=1, le=1000)
+    # Requests inside the app at once; more wait up to `admission_wait_s`, then get 503.
+    max_requests_in_flight: int = Field(256, ge=1)
+    admission_wait_s: float = Field(5.0, ge=0)
+
     # In-process verify workers started by `serve`; 0 turns them off.
     workers: int = 1
     # Fresh (uncached) verify runs a learner may start per minute.
     verify_rate_per_minute: int = 20
-    # Seconds a worker holds a claimed run before another may take it.
-    lease_seconds: float = 30.0
+    # Runs of a learner's own exercise code per minute (one Run costs one per audited
+    # combination); the per-address budget is four times this.
+    exercise_rate_per_minute: int = 30
+    # Seconds a worker holds a claimed run before another may take it; renewed three
+    # times per lease, so a killed worker's run is taken again within about this long.
+    lease_seconds: float = Field(3.0, gt=0)
 
     verify_timeout_s: float = Field(10.0, gt=0, le=300)
     verify_memory_bytes: int = 3 * 1024**3

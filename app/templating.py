@@ -19,7 +19,7 @@ STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
 
 DIFFICULTY_NAMES = {1: "warm-up", 2: "core", 3: "deep"}
 FORMAT_NAMES = {"single": "one answer", "multi": "several answers", "numeric": "a number",
-                "trace": "read a trace"}
+                "trace": "read a trace", "exercise": "write the fix"}
 
 
 def _ms(value: float | int | None) -> str:

@@ -152,3 +152,15 @@ def test_make_engine_applies_the_pragmas_to_every_new_connection(tmp_path: Path)
             engine.dispose()  # the next connect opens a new DBAPI connection
     finally:
         engine.dispose()
+
+
+def test_every_view_that_takes_a_session_commits_in_its_own_thread(app_client: TestClient) -> None:
+    """A plain `def` view on another route class would commit only after FastAPI validated
+    its response in a second pool thread; under load that thread never comes (issue 15)."""
+    from fastapi.routing import APIRoute
+
+    from app.deps import CommittingRoute
+
+    plain = [r.path for r in app_client.app.routes  # type: ignore[attr-defined]
+             if isinstance(r, APIRoute) and not isinstance(r, CommittingRoute)]
+    assert sorted(plain) == ["/healthz", "/metrics", "/static-gen/pygments.css"]

@@ -16,6 +16,7 @@ from app.accounts.sessions import clear_session_cookie, set_session_cookie
 from app.deps import (
     CSRF,
     AdminUser,
+    CommittingRoute,
     CurrentLearner,
     FormDep,
     LearnerUser,
@@ -31,8 +32,9 @@ from app.identity import LEARNER_COOKIE, LEARNER_COOKIE_MAX_AGE, fresh_learner_c
 from app.practice import learners, reports
 from app.templating import templates
 
-router = APIRouter(include_in_schema=False)
-admin = APIRouter(prefix="/admin", include_in_schema=False, dependencies=[Depends(require_admin)])
+router = APIRouter(include_in_schema=False, route_class=CommittingRoute)
+admin = APIRouter(prefix="/admin", include_in_schema=False, dependencies=[Depends(require_admin)],
+                  route_class=CommittingRoute)
 
 
 def _safe_next(target: str | None) -> str:

@@ -17,7 +17,7 @@ import yaml
 from pydantic import ValidationError
 from starlette.datastructures import FormData
 
-from app.questions.bank import doc_from_data, doc_to_data
+from app.questions.bank import doc_from_data, doc_to_data, load_yaml
 from app.questions.schema import FieldError, QuestionDoc
 
 # Empty choice rows the editor offers below the existing ones.
@@ -27,7 +27,9 @@ NEW_EXPECT = "- label: the run completes\n  outcome: ok\n"
 
 # Which form field a validation error belongs to, by its location in the document.
 _TOP_FIELDS = {"slug", "topic", "title", "tags", "difficulty", "type", "answer_format", "prompt",
-               "explanation", "choices", "answer", "trace"}
+               "explanation", "choices", "answer", "trace", "exercise"}
+# An exercise's author writes at most this many hints (schema.MAX_HINTS).
+HINT_FIELDS = 3
 _VERIFY_FIELDS = {"knobs": "knobs", "expect": "expect", "audit": "audit",
                   "world_size": "world_size", "timeout_s": "timeout_s", "snippet": "snippet_file"}
 
@@ -57,6 +59,13 @@ class ChoiceRow:
     correct: bool = False
 
 
+# The longest text any editor field takes (a snippet is the largest); a bank file is
+# capped at about this size too. Longer input is refused, not cut.
+MAX_FIELD_CHARS = 64 * 1024
+# Choice rows one question may have.
+MAX_CHOICES = 26
+
+
 @dataclass
 class EditorForm:
     slug: str = ""
@@ -81,6 +90,12 @@ class EditorForm:
     knobs: str = ""
     audit: str = "default"
     expect: str = NEW_EXPECT
+    # Exercises: the reference solution, the harness appended to every run, the hints.
+    solution: str = ""
+    solution_file: str = ""
+    harness: str = ""
+    harness_file: str = ""
+    hints: list[str] = field(default_factory=lambda: [""] * HINT_FIELDS)
     note: str = ""
     base_revision_id: str = ""
     errors: dict[str, list[str]] = field(default_factory=dict)
@@ -116,6 +131,12 @@ class EditorForm:
             form.expect = _dump(v.get("expect"))
         else:
             form.expect = NEW_EXPECT
+        if doc.exercise is not None:
+            form.solution = doc.exercise.solution_code or ""
+            form.solution_file = doc.exercise.solution
+            form.harness = doc.exercise.harness_code or ""
+            form.harness_file = doc.exercise.harness or ""
+            form.hints = (list(doc.exercise.hints) + [""] * HINT_FIELDS)[:HINT_FIELDS]
         form.choices += [ChoiceRow() for _ in range(SPARE_CHOICES)]
         return form
 
@@ -128,7 +149,7 @@ class EditorForm:
         texts = [textarea_value(v) for v in form.getlist("choice_text") if isinstance(v, str)]
         correct = {v for v in form.getlist("choice_correct") if isinstance(v, str)}
         choices = [ChoiceRow(t, str(i) in correct) for i, t in enumerate(texts)]
-        return cls(
+        made = cls(
             slug=get("slug").strip(), topic=get("topic").strip(), title=get("title").strip(),
             tags=get("tags"), difficulty=get("difficulty", "2"), type=get("type", "single"),
             answer_format=get("answer_format"), prompt=get("prompt"), explanation=get("explanation"),
@@ -138,8 +159,23 @@ class EditorForm:
             snippet=get("snippet"), snippet_file=get("snippet_file").strip(),
             world_size=get("world_size", "2").strip(), timeout_s=get("timeout_s", "10").strip(),
             knobs=get("knobs"), audit=get("audit", "default"), expect=get("expect"),
+            solution=get("solution"), solution_file=get("solution_file").strip(),
+            harness=get("harness"), harness_file=get("harness_file").strip(),
+            hints=[get(f"hint_{i}") for i in range(1, HINT_FIELDS + 1)],
             note=get("note").strip(), base_revision_id=get("base_revision_id").strip(),
         )
+        for name, value in vars(made).items():
+            if isinstance(value, str) and len(value) > MAX_FIELD_CHARS:
+                made.error(name, f"is {len(value)} characters long; the limit is {MAX_FIELD_CHARS}")
+                setattr(made, name, value[:MAX_FIELD_CHARS])
+        if any(len(c.text) > MAX_FIELD_CHARS for c in choices):
+            made.error("choices", f"a choice is longer than {MAX_FIELD_CHARS} characters")
+            for c in choices:
+                c.text = c.text[:MAX_FIELD_CHARS]
+        if len([c for c in choices if c.text.strip()]) > MAX_CHOICES:
+            made.error("choices", f"a question has at most {MAX_CHOICES} choices")
+            made.choices = choices[:MAX_CHOICES]
+        return made
 
     def with_spare_choices(self) -> EditorForm:
         filled = [c for c in self.choices if c.text.strip()]
@@ -153,7 +189,7 @@ class EditorForm:
         if not text.strip():
             return None
         try:
-            return yaml.safe_load(text)
+            return load_yaml(text)
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             where = f" (line {mark.line + 1})" if mark is not None else ""
@@ -191,6 +227,8 @@ class EditorForm:
                 if value is not None:
                     answer[key] = value
             data["answer"] = answer
+        elif self.type == "exercise":
+            data["exercise"] = self._exercise()
         else:
             rows = [c for c in self.choices if c.text.strip()]
             data["choices"] = [{"key": string.ascii_lowercase[i] if i < 26 else "",
@@ -218,6 +256,25 @@ class EditorForm:
             verify["expect"] = self._yaml("expect", self.expect) or []
             data["verify"] = {k: v for k, v in verify.items() if v is not None}
         return {k: v for k, v in data.items() if v is not None}
+
+    def _exercise(self) -> dict[str, Any]:
+        base = self.slug.replace("-", "_") or "exercise"
+        out: dict[str, Any] = {"solution": self.solution_file or f"{base}_solution.py",
+                               "hints": [h.strip() for h in self.hints if h.strip()]}
+        if not self.solution.strip():
+            self.error("exercise", "an exercise needs its reference solution")
+        for name, code in (("solution", self.solution), ("harness", self.harness)):
+            if not code.strip():
+                continue
+            try:
+                compile(code, f"{name}.py", "exec")
+            except SyntaxError as exc:
+                self.error("exercise", f"{name}: Python syntax error on line {exc.lineno}: {exc.msg}")
+        out["solution_code"] = self.solution
+        if self.harness.strip():
+            out["harness"] = self.harness_file or f"{base}_checks.py"
+            out["harness_code"] = self.harness
+        return out
 
     def to_doc(self) -> QuestionDoc | None:
         """The validated document, or None with `errors` filled in per field."""
@@ -253,7 +310,7 @@ class EditorForm:
 def knob_choices(form: EditorForm) -> dict[str, list[Any]]:
     """The knobs the form declares (name -> allowed values), for the Run now controls."""
     try:
-        knobs = yaml.safe_load(form.knobs) if form.knobs.strip() else {}
+        knobs = load_yaml(form.knobs) if form.knobs.strip() else {}
     except yaml.YAMLError:
         return {}
     if not isinstance(knobs, dict):
@@ -278,12 +335,12 @@ def audit_including(audit_text: str, knobs_text: str, combo: dict[str, Any]) -> 
     """
     if not combo or audit_text.strip() == "all":
         return None
-    knobs = yaml.safe_load(knobs_text) if knobs_text.strip() else {}
+    knobs = load_yaml(knobs_text) if knobs_text.strip() else {}
     defaults = {name: k.get("default") for name, k in (knobs or {}).items() if isinstance(k, dict)}
     if audit_text.strip() == "default":
         listed: list[dict[str, Any]] = [defaults]
     else:
-        loaded = yaml.safe_load(audit_text)
+        loaded = load_yaml(audit_text)
         if not isinstance(loaded, list):
             raise ValueError("the audit must be default, all or a YAML list before one can be added")
         listed = loaded
@@ -297,7 +354,7 @@ def add_value_expectation(
     expect_text: str, *, name: str, rank: int, value: Any, when: dict[str, Any]
 ) -> str:
     """The expectations YAML with one more: `name` equals the measured value on `rank`."""
-    current = yaml.safe_load(expect_text) if expect_text.strip() else []
+    current = load_yaml(expect_text) if expect_text.strip() else []
     if not isinstance(current, list):
         raise ValueError("the expectations must be a YAML list before one can be added")
     item: dict[str, Any] = {"label": f"{name} on rank {rank}"}

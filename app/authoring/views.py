@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import yaml
-from fastapi import APIRouter, Depends, HTTPException, Request
+from fastapi import APIRouter, BackgroundTasks, Depends, HTTPException, Request
 from fastapi.responses import RedirectResponse, Response
 from sqlalchemy import select
 from starlette.datastructures import FormData, UploadFile
@@ -22,8 +22,10 @@ from app.deps import (
     CSRF,
     AdminUser,
     AuthorUser,
+    CommittingRoute,
     FormDep,
     SessionDep,
+    WriteSessionDep,
     is_htmx,
     notify_workers,
     require_admin,
@@ -39,9 +41,11 @@ from app.verify import service as verify_service
 from app.verify.expectations import evaluate
 from app.verify.models import RUN_QUEUED, RUN_RUNNING, Run
 
-router = APIRouter(include_in_schema=False)
-author = APIRouter(prefix="/author", include_in_schema=False, dependencies=[Depends(require_author)])
-admin = APIRouter(prefix="/admin", include_in_schema=False, dependencies=[Depends(require_admin)])
+router = APIRouter(include_in_schema=False, route_class=CommittingRoute)
+author = APIRouter(prefix="/author", include_in_schema=False, dependencies=[Depends(require_author)],
+                   route_class=CommittingRoute)
+admin = APIRouter(prefix="/admin", include_in_schema=False, dependencies=[Depends(require_admin)],
+                  route_class=CommittingRoute)
 
 
 def _page(request: Request, name: str, ctx: dict[str, Any], status: int = 200, **kw: Any) -> Response:
@@ -317,9 +321,19 @@ def verify_all(
     return _page(request, "_gate.html", _gate_ctx(db_session, user, question))
 
 
+def _prefill_cache(request: Request) -> None:
+    """Background task after an import or a publish: queue every published question's
+    audited knob combinations, so that learners' first Verify is a cache hit."""
+    from app.verify.audit import queue_published
+
+    queue_published(request.app.state.sessionmaker)
+    notify_workers(request)
+
+
 @author.post("/questions/{slug}/publish")
 def publish(
-    request: Request, slug: str, form: FormDep, db_session: SessionDep, user: AuthorUser, _: CSRF
+    request: Request, slug: str, form: FormDep, db_session: SessionDep, user: AuthorUser, _: CSRF,
+    background: BackgroundTasks,
 ) -> Response:
     question = _editable_question(db_session, user, slug, for_update=True)
     try:
@@ -334,6 +348,7 @@ def publish(
     except service.PublishRefused as exc:
         ctx = {**_gate_ctx(db_session, user, question), "error": f"Not published: {exc}"}
         return _page(request, "_gate.html" if is_htmx(request) else "gate.html", ctx, status=409)
+    background.add_task(_prefill_cache, request)
     target = f"/author/questions/{slug}/history?published=1"
     if is_htmx(request):
         return Response(status_code=204, headers={"HX-Redirect": target})
@@ -444,7 +459,8 @@ def bank_upload(
 
 @admin.post("/bank/import")
 def bank_import(
-    request: Request, form: FormDep, db_session: SessionDep, user: AdminUser, _: CSRF
+    request: Request, form: FormDep, db_session: SessionDep, user: AdminUser, _: CSRF,
+    background: BackgroundTasks,
 ) -> Response:
     try:
         report, result = service.confirm_import(
@@ -454,11 +470,12 @@ def bank_import(
         raise HTTPException(404, str(exc)) from None
     if result is None:
         return _page(request, "bank_report.html", {"user": user, "report": report}, status=422)
+    background.add_task(_prefill_cache, request)
     return _page(request, "bank_report.html", {"user": user, "report": report, "imported": result})
 
 
 @admin.get("/bank/export.zip")
-def bank_export(db_session: SessionDep, user: AdminUser) -> Response:
+def bank_export(db_session: WriteSessionDep, user: AdminUser) -> Response:
     data = service.export_zip(db_session=db_session, user=user)
     return Response(data, media_type="application/zip",
                     headers={"Content-Disposition": 'attachment; filename="question_bank.zip"'})

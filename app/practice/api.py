@@ -10,7 +10,7 @@ from typing import Annotated
 from fastapi import APIRouter, Header, HTTPException
 from fastapi.responses import JSONResponse
 
-from app.deps import ClockDep, CurrentLearner, SessionDep, SettingsDep
+from app.deps import API_BUSY, API_ERROR, ClockDep, CommittingRoute, CurrentLearner, SessionDep, SettingsDep
 from app.practice import reports, review
 from app.practice.grading import InvalidAnswer, correct_answer
 from app.practice.schemas import (
@@ -24,12 +24,14 @@ from app.practice.schemas import (
 from app.practice.service import AlreadyAnswered, answer_question
 from app.questions import service as questions_service
 
-router = APIRouter(prefix="/api/v1", tags=["attempts"])
-learning = APIRouter(prefix="/api/v1", tags=["review and reports"])
+router = APIRouter(prefix="/api/v1", tags=["attempts"], responses=API_BUSY, route_class=CommittingRoute)
+learning = APIRouter(prefix="/api/v1", tags=["review and reports"], responses=API_BUSY,
+                     route_class=CommittingRoute)
 
 
 @router.post("/questions/{slug}/attempts", response_model=AttemptOut,
-             responses={404: {}, 409: {"model": AttemptOut}, 422: {}})
+             responses={404: {"description": "No such published question.", **API_ERROR},
+                        409: {"model": AttemptOut}, 422: {}})
 def post_attempt(
     slug: str, body: AttemptIn, db_session: SessionDep, learner_id: CurrentLearner,
     clock: ClockDep, idempotency_key: Annotated[str | None, Header(max_length=64)] = None,

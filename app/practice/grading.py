@@ -26,6 +26,8 @@ class Grade:
 
 def normalise_answer(doc: QuestionDoc, raw: Any) -> Any:
     """The answer in canonical form: a key, a sorted list of keys, or a float."""
+    if doc.is_exercise:
+        raise InvalidAnswer("an exercise is answered by running your code on its page")
     fmt = doc.effective_format
     keys = [c.key for c in doc.choices]
     if fmt == "single":
@@ -89,7 +91,9 @@ def grade(doc: QuestionDoc, raw: Any) -> Grade:
 
 
 def correct_answer(doc: QuestionDoc) -> Any:
-    """The answer key in the same shape answers take."""
+    """The answer key in the same shape answers take (None for an exercise: it has no key)."""
+    if doc.is_exercise:
+        return None
     fmt = doc.effective_format
     if fmt == "single":
         return doc.correct_keys[0]

@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session
 
 from app.db import utcnow
 from app.practice import review
-from app.practice.grading import Grade, grade
+from app.practice.grading import Grade, InvalidAnswer, grade
 from app.practice.models import CONFIDENCE_LEVELS, Attempt, Learner, Quiz, QuizItem
 from app.questions.models import Question, QuestionRevision, Topic
 from app.questions.schema import QuestionDoc
@@ -62,6 +62,8 @@ def start_quiz(
     ensure_learner(db_session=db_session, learner_id=learner_id)
     pool = list_published(db_session=db_session, topics=topics or None, difficulty=difficulty,
                           types=types or None)
+    # An exercise is answered by running code on its own page, not by a quiz's answer form.
+    pool = [q for q in pool if q.type != "exercise"]
     if not pool:
         raise NoQuestions
     rng = rng or random.Random()
@@ -188,6 +190,10 @@ def answer_question(
 ) -> tuple[Attempt, Grade]:
     """Grade and store a standalone attempt and schedule its review card; replaying the same
     token returns the first one. `now` is the clock's time (app/clock.py)."""
+    assert question.current_revision is not None
+    if revision_doc(question.current_revision).is_exercise:
+        # Before any replay lookup: an exercise's attempts are stored by record_exercise_pass.
+        raise InvalidAnswer("an exercise is answered by running your code on its page")
     ensure_learner(db_session=db_session, learner_id=learner_id)
     if token:
         token = replay_key(learner_id=learner_id, question_id=question.id, token=token)
@@ -213,6 +219,36 @@ def answer_question(
     review.record_review(db_session=db_session, attempt=attempt, confidence=attempt.confidence,
                          now=now or utcnow())
     return attempt, result
+
+
+def record_exercise_pass(
+    *, db_session: Session, learner_id: str, question_id: int, revision_id: int, code: str,
+    token: str,
+) -> Attempt:
+    """Store a passing exercise submission as a correct attempt with its code.
+
+    `token` names the submission (its runs), so showing the same passing result
+    again finds the first attempt instead of storing a second.
+    """
+    ensure_learner(db_session=db_session, learner_id=learner_id)
+    key = replay_key(learner_id=learner_id, question_id=question_id, token=token)
+    existing = db_session.scalar(select(Attempt).where(Attempt.token == key))
+    if existing is not None:
+        return existing
+    now = utcnow()
+    attempt = Attempt(learner_id=learner_id, question_id=question_id, revision_id=revision_id,
+                      token=key, answer={"code": code}, score=1.0, correct=True,
+                      time_taken_ms=None, created_at=now)
+    try:
+        _insert_attempt(db_session, attempt)
+    except IntegrityError:
+        winner = db_session.scalar(select(Attempt).where(Attempt.token == key))
+        if winner is None:
+            raise
+        return winner
+    # Like any answer, a solved exercise schedules its review card.
+    review.record_review(db_session=db_session, attempt=attempt, confidence=None, now=now)
+    return attempt
 
 
 def next_unanswered(*, db_session: Session, quiz: Quiz) -> QuizItem | None:

@@ -18,11 +18,13 @@ from app.deps import (
     CSRF,
     AuthorUser,
     ClockDep,
+    CommittingRoute,
     CurrentLearner,
     FormDep,
     OptionalUser,
     SessionDep,
     SettingsDep,
+    WriteSessionDep,
     is_htmx,
     require_author,
 )
@@ -35,9 +37,9 @@ from app.questions.schema import QUESTION_TYPES, QuestionDoc
 from app.templating import templates
 from app.verify.service import latest_verdict
 
-router = APIRouter(include_in_schema=False)
+router = APIRouter(include_in_schema=False, route_class=CommittingRoute)
 inbox = APIRouter(prefix="/author/reports", include_in_schema=False,
-                  dependencies=[Depends(require_author)])
+                  dependencies=[Depends(require_author)], route_class=CommittingRoute)
 
 
 # Sent with a graded htmx fragment: the header's due count (practice/_me_nav.html) reloads.
@@ -99,6 +101,9 @@ def question_page(request: Request, slug: str, db_session: SessionDep) -> Respon
     question = _published_or_404(db_session, slug)
     assert question.current_revision is not None
     doc = questions_service.revision_doc(question.current_revision)
+    if doc.is_exercise:
+        # An exercise is answered by writing code, on its own page.
+        return RedirectResponse(f"/exercises/{slug}", status_code=303)
     ctx = {**question_context(doc), "question": question, "token": new_form_token(),
            "action": f"/questions/{slug}/answer", "revision_id": question.current_revision.id,
            "report_action": f"/questions/{slug}/report",
@@ -232,7 +237,7 @@ def quiz_resume(quiz_id: str, db_session: SessionDep, learner_id: CurrentLearner
 
 @router.get("/quizzes/{quiz_id}/summary")
 def quiz_summary(
-    request: Request, quiz_id: str, db_session: SessionDep, learner_id: CurrentLearner
+    request: Request, quiz_id: str, db_session: WriteSessionDep, learner_id: CurrentLearner
 ) -> Response:
     quiz = _quiz_or_404(db_session, quiz_id, learner_id)
     summary = service.quiz_summary(db_session=db_session, quiz=quiz)
@@ -241,7 +246,7 @@ def quiz_summary(
 
 @router.get("/quizzes/{quiz_id}/{position}")
 def quiz_item(
-    request: Request, quiz_id: str, position: int, db_session: SessionDep,
+    request: Request, quiz_id: str, position: int, db_session: WriteSessionDep,
     learner_id: CurrentLearner,
 ) -> Response:
     quiz = _quiz_or_404(db_session, quiz_id, learner_id)
@@ -302,6 +307,9 @@ def review_page(
     question = due[0].question
     assert question.current_revision is not None
     doc = questions_service.revision_doc(question.current_revision)
+    if doc.is_exercise:
+        # Reviewing an exercise is solving it again; a new pass reschedules its card.
+        return RedirectResponse(f"/exercises/{question.slug}", status_code=303)
     ctx = {**question_context(doc), "question": question, "token": new_form_token(),
            "due_count": count, "card": due[0].card,
            "action": f"/review/{question.slug}/answer", "revision_id": question.current_revision.id,

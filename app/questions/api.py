@@ -6,18 +6,20 @@ from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Query
 
-from app.deps import SessionDep
+from app.deps import API_BUSY, API_ERROR, CommittingRoute, SessionDep
 from app.practice.grading import tolerance_text
 from app.questions import service
 from app.questions.models import Question
 from app.questions.schemas import (
     ChoiceOut,
+    ExerciseOut,
     KnobOut,
     QuestionOut,
     QuestionSummaryOut,
 )
 
-router = APIRouter(prefix="/api/v1", tags=["questions"])
+router = APIRouter(prefix="/api/v1", tags=["questions"], responses=API_BUSY,
+                   route_class=CommittingRoute)
 
 
 def _summary(q: Question) -> QuestionSummaryOut:
@@ -45,7 +47,8 @@ def _get_or_404(db_session: SessionDep, slug: str) -> Question:
     return question
 
 
-@router.get("/questions/{slug}", response_model=QuestionOut)
+@router.get("/questions/{slug}", response_model=QuestionOut,
+            responses={404: {"description": "No such published question.", **API_ERROR}})
 def get_question(slug: str, db_session: SessionDep) -> QuestionOut:
     """One question without its answer key or explanation."""
     question = _get_or_404(db_session, slug)
@@ -56,9 +59,17 @@ def get_question(slug: str, db_session: SessionDep) -> QuestionOut:
         for name, k in (doc.verify.knobs.items() if doc.verify else [])
     ]
     numeric = doc.effective_format == "numeric"
+    exercise = None
+    if doc.exercise is not None and doc.verify is not None:
+        exercise = ExerciseOut(
+            starter=doc.snippet_text or "", hints=list(doc.exercise.hints),
+            visible_checks=[e.label for e in doc.verify.expect if not e.hidden],
+            hidden_checks=sum(1 for e in doc.verify.expect if e.hidden),
+            run_url=f"/api/v1/exercises/{slug}/run")
     return QuestionOut(
         **_summary(question).model_dump(), revision=question.current_revision.number,
-        answer_format=doc.effective_format, prompt=doc.prompt,
+        answer_format="exercise" if doc.is_exercise else doc.effective_format, prompt=doc.prompt,
+        exercise=exercise,
         choices=[ChoiceOut(key=c.key, text=c.text) for c in doc.choices],
         unit=doc.answer.unit if numeric and doc.answer else None,
         tolerance=tolerance_text(doc) if numeric else None, trace=doc.trace, knobs=knobs,

@@ -103,14 +103,28 @@ def _field_name(loc: tuple[int | str, ...]) -> str:
     return out
 
 
+def load_yaml(text: str) -> Any:
+    """Parse bank YAML; anchors and aliases are refused (yaml.MarkedYAMLError).
+
+    An alias repeats a node without repeating its text, so a few hundred bytes can
+    expand to millions of values once the document is copied, validated or written
+    back out. The bank never needs them.
+    """
+    for event in yaml.parse(text, Loader=_YAML_LOADER):
+        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
+            raise yaml.MarkedYAMLError(problem="anchors and aliases (& and *) are not allowed",
+                                       problem_mark=event.start_mark)  # type: ignore[arg-type]
+    return yaml.load(text, Loader=_YAML_LOADER)
+
+
 def _read_yaml(path: Path, rel: str, errors: list[BankError]) -> tuple[Any, yaml.Node | None]:
     try:
         if path.stat().st_size > MAX_FILE_BYTES:
             errors.append(BankError(rel, "", f"file is larger than {MAX_FILE_BYTES} bytes"))
             return None, None
         text = path.read_text(encoding="utf-8")
+        data = load_yaml(text)
         node = yaml.compose(text, Loader=_YAML_LOADER)
-        data = yaml.load(text, Loader=_YAML_LOADER)
     except UnicodeDecodeError:
         errors.append(BankError(rel, "", "file is not UTF-8 text"))
         return None, None
@@ -193,8 +207,34 @@ def load_question_file(
                     BankError(str(snippet_path.relative_to(root)), "verify.snippet",
                               f"Python syntax error: {exc.msg}", exc.lineno)
                 )
+    exercise_files: dict[str, str] = {}
+    if doc.exercise is not None:
+        ex = doc.exercise
+        for field_name in ("solution_code", "harness_code"):
+            if getattr(ex, field_name) is not None:
+                errors.append(BankError(rel, f"exercise.{field_name}",
+                                        "is read from the file named beside it; do not write it",
+                                        _line_of(node, ("exercise", field_name))))
+        for field_name, file_name in (("solution", ex.solution), ("harness", ex.harness)):
+            if file_name is None:
+                continue
+            code_path = path.parent / file_name
+            if not code_path.is_file():
+                errors.append(BankError(rel, f"exercise.{field_name}",
+                                        f"file {file_name!r} not found beside it",
+                                        _line_of(node, ("exercise", field_name))))
+                continue
+            code = code_path.read_text(encoding="utf-8")
+            try:
+                compile(code, str(code_path), "exec")
+            except SyntaxError as exc:
+                errors.append(BankError(str(code_path.relative_to(root)), f"exercise.{field_name}",
+                                        f"Python syntax error: {exc.msg}", exc.lineno))
+            exercise_files[f"{field_name}_code"] = code
     if errors:
         return None, errors
+    if doc.exercise is not None:
+        doc = doc.model_copy(update={"exercise": doc.exercise.model_copy(update=exercise_files)})
     return doc.model_copy(update={"snippet_text": snippet_text}), []
 
 
@@ -269,8 +309,13 @@ _BlockDumper.add_representer(str, _str_representer)
 
 
 def dump_question_yaml(doc: QuestionDoc) -> str:
+    data = doc_to_data(doc)
+    if isinstance(data.get("exercise"), dict):
+        # The codes live in their own files (write_bank), as the author wrote them.
+        data["exercise"].pop("solution_code", None)
+        data["exercise"].pop("harness_code", None)
     return yaml.dump(
-        doc_to_data(doc), Dumper=_BlockDumper, sort_keys=False, allow_unicode=True, width=100
+        data, Dumper=_BlockDumper, sort_keys=False, allow_unicode=True, width=100
     )
 
 
@@ -298,4 +343,10 @@ def write_bank(
             snippet = folder / doc.verify.snippet
             snippet.write_text(doc.snippet_text, encoding="utf-8")
             written.append(snippet)
+        ex = doc.exercise
+        if ex is not None:
+            for file_name, code in ((ex.solution, ex.solution_code), (ex.harness, ex.harness_code)):
+                if file_name is not None and code is not None:
+                    (folder / file_name).write_text(code, encoding="utf-8")
+                    written.append(folder / file_name)
     return written

@@ -128,6 +128,8 @@ def near_duplicates(docs: list[QuestionDoc]) -> list[tuple[QuestionDoc, Question
 def check_fairness(docs: list[QuestionDoc]) -> FairnessReport:
     """Per-question warnings and bank-wide errors about giveaways in choices and prompts."""
     report = FairnessReport()
+    # An exercise has no choices to give away: it is answered by running code.
+    docs = [d for d in docs if not d.is_exercise]
     singles = [d for d in docs if d.effective_format == "single"]
     report.single_count = len(singles)
     positions: Counter[str] = Counter()

@@ -20,9 +20,14 @@ KNOB_NAME_RE = r"^[a-z_][a-z0-9_]*$"
 MAX_WORLD_SIZE = 8
 # Every combination of a question's knobs is audited when there are at most this many.
 MAX_AUDIT_ALL_COMBINATIONS = 16
+# An exercise's author writes at most this many hints.
+MAX_HINTS = 3
+SNIPPET_FILE_RE = r"^[A-Za-z0-9_.-]+\.py$"
 
-QuestionType = Literal["single", "multi", "numeric", "trace"]
+QuestionType = Literal["single", "multi", "numeric", "trace", "exercise"]
 QUESTION_TYPES: tuple[str, ...] = get_args(QuestionType)
+# What a quiz can hold: an exercise is answered by running code on its own page.
+QUIZ_TYPES: tuple[str, ...] = tuple(t for t in QUESTION_TYPES if t != "exercise")
 AnswerFormat = Literal["single", "multi", "numeric"]
 # A knob value is JSON: a scalar, or a (nested) list such as per-rank batch sizes.
 KnobValue = bool | int | float | str | list[Any]
@@ -189,6 +194,9 @@ class Expectation(Strict):
     supports: list[str] = []
     rules_out: list[str] = []
     is_answer: bool = False
+    # Exercises only: a hidden check is run and counted ("n of m hidden checks pass")
+    # but its label and expectation never reach the learner.
+    hidden: bool = False
     # Ids of the facts this check measures (docs/coverage.md is generated from them).
     facts: list[Annotated[str, Field(pattern=SLUG_RE)]] = []
     value: ValueCheck | None = None
@@ -208,7 +216,7 @@ class Expectation(Strict):
 
 
 class VerifyBlock(Strict):
-    snippet: str = Field(pattern=r"^[A-Za-z0-9_.-]+\.py$")
+    snippet: str = Field(pattern=SNIPPET_FILE_RE)
     world_size: int = Field(default=2, ge=1, le=MAX_WORLD_SIZE)
     timeout_s: float = Field(default=10.0, gt=0, le=120)
     knobs: dict[str, Knob] = {}
@@ -287,6 +295,23 @@ class VerifyBlock(Strict):
         return {name: knob.default for name, knob in self.knobs.items()}
 
 
+class ExerciseBlock(Strict):
+    """What makes a question an exercise: the learner edits the starter (verify.snippet)
+    until every check in verify.expect passes on every audited knob combination.
+
+    `solution_code` and `harness_code` are the files' texts, filled in by the loader and
+    stored with the revision, but written back to YAML as the file names only.
+    """
+
+    solution: str = Field(pattern=SNIPPET_FILE_RE)
+    # Code appended after the learner's (and the solution's) code on every run: it calls
+    # what the learner wrote and reports what the checks read, out of the learner's reach.
+    harness: str | None = Field(default=None, pattern=SNIPPET_FILE_RE)
+    hints: list[Annotated[str, Field(min_length=1)]] = Field(default=[], max_length=MAX_HINTS)
+    solution_code: str | None = None
+    harness_code: str | None = None
+
+
 class QuestionDoc(Strict):
     """One question as written in question_bank/<topic>/<slug>.yaml."""
 
@@ -304,6 +329,7 @@ class QuestionDoc(Strict):
     explanation: str = Field(min_length=1)
     trace: Trace | None = None
     verify: VerifyBlock | None = None
+    exercise: ExerciseBlock | None = None
     # Choices no run can show right or wrong (reasoning, hardware), with the reason.
     explained: dict[str, str] = {}
     # The snippet's text; filled in by the loader from verify.snippet, never written in YAML.
@@ -311,6 +337,15 @@ class QuestionDoc(Strict):
 
     @model_validator(mode="after")
     def _consistent(self) -> QuestionDoc:
+        if self.type == "exercise":
+            return self._consistent_exercise()
+        if self.exercise is not None:
+            raise FieldError("exercise", "an exercise block is only for type: exercise")
+        if self.verify is not None:
+            for i, e in enumerate(self.verify.expect):
+                if e.hidden:
+                    raise FieldError(("verify", "expect", i, "hidden"),
+                                     "hidden checks are for exercises only")
         fmt = self.effective_format
         if self.type == "trace":
             if self.answer_format is None:
@@ -344,6 +379,30 @@ class QuestionDoc(Strict):
                 raise FieldError("choices", "choice keys must be all given and distinct, or all omitted")
         return self
 
+    def _consistent_exercise(self) -> QuestionDoc:
+        if self.exercise is None:
+            raise FieldError("exercise", "an exercise needs an exercise block (solution, hints)")
+        if self.verify is None:
+            raise FieldError("verify", "an exercise needs a verify block: the starter as snippet, "
+                                       "and the checks as expect")
+        for name in ("answer_format", "answer", "trace"):
+            if getattr(self, name) is not None:
+                raise FieldError(name, f"an exercise has no {name}")
+        if self.choices:
+            raise FieldError("choices", "an exercise has no choices")
+        if self.explained:
+            raise FieldError("explained", "an exercise has no choices to explain")
+        for i, e in enumerate(self.verify.expect):
+            if e.supports or e.rules_out or e.is_answer:
+                raise FieldError(("verify", "expect", i),
+                                 f"expect[{i}]: an exercise's checks bind to no answer key "
+                                 "(no supports, rules_out or is_answer)")
+        names = [self.verify.snippet, self.exercise.solution, self.exercise.harness]
+        if len({n for n in names if n}) != len([n for n in names if n]):
+            raise FieldError("exercise", "the starter, the solution and the harness need "
+                                         "three different files")
+        return self
+
     @model_validator(mode="after")
     def _assign_keys(self) -> QuestionDoc:
         if self.choices and not self.choices[0].key:
@@ -356,9 +415,17 @@ class QuestionDoc(Strict):
 
     @property
     def effective_format(self) -> AnswerFormat:
+        """How the learner answers; an exercise is answered by running code, so callers
+        that grade choices or numbers check `is_exercise` first."""
         if self.type == "trace":
             return self.answer_format or "single"
+        if self.type == "exercise":
+            return "single"
         return self.type
+
+    @property
+    def is_exercise(self) -> bool:
+        return self.type == "exercise"
 
     @property
     def correct_keys(self) -> list[str]:
@@ -381,7 +448,7 @@ def key_binding_problems(doc: QuestionDoc) -> list[FieldError]:
     Static: it reads the document only. With every expectation passing on a real run
     (the gate), an empty list means the key is what torch measured.
     """
-    if doc.verify is None:
+    if doc.verify is None or doc.is_exercise:
         return []
     problems: list[FieldError] = []
     expect = doc.verify.expect

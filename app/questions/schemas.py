@@ -21,6 +21,16 @@ class KnobOut(BaseModel):
     default: KnobValue
 
 
+class ExerciseOut(BaseModel):
+    """An exercise as the learner sees it: never its solution, harness or hidden checks."""
+
+    starter: str
+    hints: list[str]
+    visible_checks: list[str]
+    hidden_checks: int
+    run_url: str
+
+
 class QuestionSummaryOut(BaseModel):
     slug: str
     topic: str
@@ -36,12 +46,13 @@ class QuestionOut(QuestionSummaryOut):
     """A question as a learner sees it before answering: no answer key, no explanation."""
 
     revision: int
-    answer_format: Literal["single", "multi", "numeric"]
+    answer_format: Literal["single", "multi", "numeric", "exercise"]
     prompt: str
     choices: list[ChoiceOut] = []
     unit: str | None = None
     tolerance: str | None = None
     trace: RankEventsTrace | BucketTrace | None = None
     knobs: list[KnobOut] = []
+    exercise: ExerciseOut | None = None
 
 

@@ -7,12 +7,12 @@ from typing import Annotated
 from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.responses import Response
 
-from app.deps import SessionDep
+from app.deps import CommittingRoute, SessionDep
 from app.questions import service
-from app.questions.schema import QUESTION_TYPES
+from app.questions.schema import QUESTION_TYPES, QUIZ_TYPES
 from app.templating import templates
 
-router = APIRouter(include_in_schema=False)
+router = APIRouter(include_in_schema=False, route_class=CommittingRoute)
 
 
 @router.get("/")
@@ -22,7 +22,7 @@ def home(request: Request, db_session: SessionDep) -> Response:
     return templates.TemplateResponse(
         request, "questions/home.html",
         {"summaries": summaries, "groups": service.topic_groups(summaries), "total": total,
-         "types": QUESTION_TYPES})
+         "types": QUIZ_TYPES})
 
 
 @router.get("/topics/{slug}")

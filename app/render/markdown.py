@@ -49,6 +49,12 @@ def _parser() -> MarkdownIt:
     return md
 
 
+# Rendered texts kept: the bank's prompts, explanations and choices are few and are
+# rendered on every page view; sanitizing them again each time was most of a page's CPU.
+RENDER_CACHE_SIZE = 4096
+
+
+@lru_cache(maxsize=RENDER_CACHE_SIZE)
 def render_markdown(text: str) -> Markup:
     """Sanitized HTML for author-written markdown."""
     html = _parser().render(text or "")
@@ -57,6 +63,7 @@ def render_markdown(text: str) -> Markup:
     return Markup(clean)
 
 
+@lru_cache(maxsize=RENDER_CACHE_SIZE)
 def render_inline(text: str) -> Markup:
     """Sanitized inline markdown (choice texts): no paragraphs around it."""
     html = _parser().renderInline(text or "")

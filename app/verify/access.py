@@ -24,7 +24,7 @@ from app.render.runs import Change, compare
 from app.verify import service
 from app.verify.engine.result import RunResult
 from app.verify.expectations import CheckResult, evaluate
-from app.verify.models import RUN_DONE, RUN_FAILED, Run
+from app.verify.models import PRIORITY_LEARNER_CODE, PRIORITY_SHARED, RUN_DONE, RUN_FAILED, Run
 
 # Fresh runs per learner are counted over this window.
 RATE_WINDOW_SECONDS = 60
@@ -60,6 +60,9 @@ def runnable_doc(
     doc = revision_doc(revision)
     if doc.verify is None or doc.snippet_text is None:
         raise NotFound("This question has no snippet to run.")
+    if doc.is_exercise:
+        # An exercise runs the learner's code on its own page (app.verify.exercise).
+        raise NotFound("This is an exercise: run your code on its page.")
     return revision, doc
 
 
@@ -80,10 +83,11 @@ def start_run(
                               requested_ip=client_ip)
     live = service.find_live(db_session=db_session, key=req.key)
     if live is None or live.status == RUN_FAILED:
+        # Learner code (exercises) has its own budget (app.verify.exercise).
         used = service.fresh_runs_since(db_session=db_session, requested_by=req.requested_by,
-                                        seconds=RATE_WINDOW_SECONDS)
+                                        seconds=RATE_WINDOW_SECONDS, priority=PRIORITY_SHARED)
         from_ip = service.fresh_runs_since(db_session=db_session, requested_ip=client_ip,
-                                           seconds=RATE_WINDOW_SECONDS)
+                                           seconds=RATE_WINDOW_SECONDS, priority=PRIORITY_SHARED)
         if used >= limit_per_minute or from_ip >= limit_per_minute * IP_RATE_FACTOR:
             raise RateLimited(
                 f"Too many new runs in the last minute (limit {limit_per_minute} per learner); "
@@ -98,6 +102,11 @@ def visible_run(*, db_session: Session, run_id: int, learner_id: str, is_author:
         raise NotFound(f"No run {run_id}.")
     if is_author:
         return run
+    if run.priority == PRIORITY_LEARNER_CODE:
+        # A learner's own code, and what it measured, is theirs alone.
+        if run.requested_by == f"learner:{learner_id}":
+            return run
+        raise NotFound(f"No run {run_id}.")
     revision = (db_session.get(QuestionRevision, run.question_revision_id)
                 if run.question_revision_id else None)
     if revision is not None:
@@ -143,8 +152,9 @@ def run_panel(
         if question is not None and question.status == STATUS_PUBLISHED:
             # The expectations of the revision that ran (a pinned quiz may run an older one).
             panel.question, panel.doc, panel.slug = question, revision_doc(revision), question.slug
-            panel.reveal = practice.has_answered(db_session=db_session, learner_id=learner_id,
-                                                 question_id=question.id)
+            # An exercise's checks (some hidden) are shown only by app.verify.exercise.
+            panel.reveal = not panel.doc.is_exercise and practice.has_answered(
+                db_session=db_session, learner_id=learner_id, question_id=question.id)
             if panel.reveal and panel.result is not None and panel.doc.verify is not None:
                 panel.checks = evaluate(panel.doc.verify.expect, panel.result,
                                         dict(run.params or {}), run.world_size)

@@ -5,6 +5,10 @@ plan the revision's audited knob combinations (the same cache keys either way),
 look up each combination's live run, check the expectations that apply to it,
 and pass only when every combination has a finished run whose checks all pass.
 Both write the outcome as a `Verdict` with the same shape.
+
+An exercise is gated twice over on each audited combination: its reference
+solution must pass every check (visible and hidden), and its starter must fail
+at least one check somewhere, or there is nothing for the learner to fix.
 """
 
 from __future__ import annotations
@@ -22,6 +26,10 @@ from app.verify.engine.result import RunResult
 from app.verify.expectations import CheckResult, evaluate
 from app.verify.models import RUN_DONE, RUN_FAILED, RUN_QUEUED, RUN_RUNNING, Run, Verdict
 
+ROLE_QUESTION = "question"
+ROLE_REFERENCE = "reference"
+ROLE_STARTER = "starter"
+
 
 @dataclass
 class ComboCheck:
@@ -32,6 +40,8 @@ class ComboCheck:
     run: Run | None
     result: RunResult | None = None
     checks: list[CheckResult] = field(default_factory=list)
+    # "question" (an ordinary snippet), or for an exercise "reference" or "starter".
+    role: str = ROLE_QUESTION
 
     @property
     def state(self) -> str:
@@ -43,12 +53,24 @@ class ComboCheck:
             return "infrastructure failure"
         if not self.checks:
             return "no expectation applies"
+        if self.role == ROLE_STARTER:
+            return ("the starter fails a check, as it must" if self.passed
+                    else "the starter passes every check here")
         return "passed" if self.passed else "failed"
 
     @property
-    def passed(self) -> bool:
+    def all_checks_pass(self) -> bool:
         return (self.run is not None and self.run.status == RUN_DONE and bool(self.checks)
                 and all(c.passed for c in self.checks))
+
+    @property
+    def passed(self) -> bool:
+        """This combination does what the gate needs of it: every check passes, or for an
+        exercise's starter, at least one check fails."""
+        if self.role == ROLE_STARTER:
+            return (self.run is not None and self.run.status == RUN_DONE and bool(self.checks)
+                    and not all(c.passed for c in self.checks))
+        return self.all_checks_pass
 
     @property
     def pending(self) -> bool:
@@ -64,7 +86,7 @@ class ComboCheck:
         return None
 
     def to_json(self) -> dict[str, Any]:
-        return {"params": self.params, "world_size": self.world_size,
+        return {"role": self.role, "params": self.params, "world_size": self.world_size,
                 "run_id": self.run.id if self.run else None, "failure": self.failure,
                 "checks": [c.to_json() for c in self.checks]}
 
@@ -79,8 +101,18 @@ class Gate:
     has_snippet: bool
 
     @property
+    def is_exercise(self) -> bool:
+        return any(c.role == ROLE_STARTER for c in self.combos)
+
+    @property
     def passed(self) -> bool:
-        return self.has_snippet and bool(self.combos) and all(c.passed for c in self.combos)
+        if not (self.has_snippet and self.combos):
+            return False
+        if self.is_exercise:
+            refs = [c for c in self.combos if c.role == ROLE_REFERENCE]
+            starters = [c for c in self.combos if c.role == ROLE_STARTER]
+            return bool(refs) and all(c.passed for c in refs) and any(c.passed for c in starters)
+        return all(c.passed for c in self.combos)
 
     @property
     def pending(self) -> bool:
@@ -102,6 +134,12 @@ class Gate:
                     "press Verify all")
         if self.pending:
             return "runs are still in progress"
+        if self.is_exercise:
+            refs = [c for c in self.combos if c.role == ROLE_REFERENCE]
+            bad = sum(1 for c in refs if not c.passed)
+            if bad:
+                return (f"the reference solution fails its checks on {_combinations(bad)}")
+            return "the starter passes every check: there is nothing for the learner to fix"
         failed = sum(1 for c in self.combos if not c.passed)
         return f"{_combinations(failed)} fail their expectations"
 
@@ -110,16 +148,29 @@ def _combinations(n: int) -> str:
     return f"{n} knob combination" + ("" if n == 1 else "s")
 
 
-def plan(
-    doc: QuestionDoc, *, revision_id: int, versions: tuple[str, str], requested_by: str | None = None,
-) -> list[service.RunRequest]:
-    """The run requests of every audited knob combination of a question (none without a snippet)."""
+def _planned(
+    doc: QuestionDoc, *, revision_id: int, versions: tuple[str, str], requested_by: str | None,
+) -> list[tuple[str, service.RunRequest]]:
     if doc.verify is None or doc.snippet_text is None:
         return []
     torch_v, harness_v = versions
-    return [service.request_for(doc, combo, torch_version=torch_v, harness_version=harness_v,
-                                revision_id=revision_id, requested_by=requested_by)
-            for combo in doc.verify.audit_combinations()]
+    codes: list[tuple[str, str]] = [(ROLE_QUESTION, doc.snippet_text)]
+    if doc.exercise is not None:
+        codes = [(ROLE_REFERENCE, service.exercise_code(doc, doc.exercise.solution_code or "")),
+                 (ROLE_STARTER, service.exercise_code(doc, doc.snippet_text))]
+    return [(role, service.request_for(doc, combo, torch_version=torch_v, harness_version=harness_v,
+                                       revision_id=revision_id, requested_by=requested_by,
+                                       code=code))
+            for role, code in codes for combo in doc.verify.audit_combinations()]
+
+
+def plan(
+    doc: QuestionDoc, *, revision_id: int, versions: tuple[str, str], requested_by: str | None = None,
+) -> list[service.RunRequest]:
+    """The run requests of every audited knob combination of a question (none without a snippet);
+    for an exercise, its reference solution's and its starter's on each combination."""
+    return [req for _, req in _planned(doc, revision_id=revision_id, versions=versions,
+                                       requested_by=requested_by)]
 
 
 def request_runs(
@@ -135,16 +186,16 @@ def request_runs(
 def check(*, db_session: Session, revision: QuestionRevision, versions: tuple[str, str]) -> Gate:
     """The gate of a revision now: each audited combination's live run and its checks."""
     doc = revision_doc(revision)
-    reqs = plan(doc, revision_id=revision.id, versions=versions)
+    reqs = _planned(doc, revision_id=revision.id, versions=versions, requested_by=None)
     if not reqs:
         return Gate(revision.id, versions[0], [], has_snippet=False)
     assert doc.verify is not None
     combos = []
-    for req in reqs:
+    for role, req in reqs:
         run = service.find_live(db_session=db_session, key=req.key)
         result = service.result_of(run) if run is not None else None
         checks = evaluate(doc.verify.expect, result, req.params, req.world_size) if result else []
-        combos.append(ComboCheck(req.params, req.world_size, run, result, checks))
+        combos.append(ComboCheck(req.params, req.world_size, run, result, checks, role))
     return Gate(revision.id, versions[0], combos, has_snippet=True)
 
 

@@ -15,6 +15,11 @@ RUN_RUNNING = "running"
 RUN_DONE = "done"
 RUN_FAILED = "failed"
 
+# Queue priorities, claimed lowest first. A learner's own exercise code is never shared
+# or cached for anyone else, so it waits behind every run an author or a cache needs.
+PRIORITY_SHARED = 0
+PRIORITY_LEARNER_CODE = 1
+
 
 class Run(Base):
     """One execution of a snippet for one cache key; the row is both job and cached answer."""
@@ -39,6 +44,7 @@ class Run(Base):
     requested_by: Mapped[str | None] = mapped_column(String(64))
     # The client address, for the per-address limit on fresh runs.
     requested_ip: Mapped[str | None] = mapped_column(String(64))
+    priority: Mapped[int] = mapped_column(default=PRIORITY_SHARED, server_default="0")
 
     status: Mapped[str] = mapped_column(String(16), default=RUN_QUEUED)
     attempts: Mapped[int] = mapped_column(default=0)

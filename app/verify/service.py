@@ -21,15 +21,27 @@ from sqlalchemy import and_, case, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from app import metrics
 from app.db import utcnow
 from app.questions.schema import QuestionDoc
 from app.verify import knobs
 from app.verify.engine import HARNESS_VERSION, torch_version
 from app.verify.engine.result import RunResult
-from app.verify.models import RUN_DONE, RUN_FAILED, RUN_QUEUED, RUN_RUNNING, Run, Verdict
+from app.verify.models import (
+    PRIORITY_LEARNER_CODE,
+    PRIORITY_SHARED,
+    RUN_DONE,
+    RUN_FAILED,
+    RUN_QUEUED,
+    RUN_RUNNING,
+    Run,
+    Verdict,
+)
 
 # An infrastructure failure (worker died, pool broke) is retried this many times in all.
 MAX_ATTEMPTS = 3
+# PostgreSQL notification channel: a run was queued (workers LISTEN on it).
+NOTIFY_CHANNEL = "ddpdrill_runs"
 # Results above this size are trimmed (events first) before they are stored.
 MAX_RESULT_BYTES = 2 * 1024 * 1024
 
@@ -40,18 +52,20 @@ class InvalidResult(ValueError):
 
 def cache_key(
     *, snippet_text: str, world_size: int, params: dict[str, Any], torch_version: str,
-    harness_version: str, timeout_s: float,
+    harness_version: str, timeout_s: float, owner: str | None = None,
 ) -> str:
     """The hash that identifies a run's answer.
 
     The timeout is part of it: it sets the gloo group's own timeout, so a hang's
-    measured error (and whether a slow run finishes) depends on it.
+    measured error (and whether a slow run finishes) depends on it. `owner` names the
+    learner whose own code this is: their runs are never another learner's cache hit.
     """
-    payload = json.dumps(
-        {"snippet": snippet_text, "world_size": world_size, "params": params,
-         "torch": torch_version, "harness": harness_version, "timeout_s": float(timeout_s)},
-        sort_keys=True, separators=(",", ":"),
-    )
+    body: dict[str, Any] = {
+        "snippet": snippet_text, "world_size": world_size, "params": params,
+        "torch": torch_version, "harness": harness_version, "timeout_s": float(timeout_s)}
+    if owner is not None:
+        body["owner"] = owner
+    payload = json.dumps(body, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(payload.encode()).hexdigest()
 
 
@@ -75,26 +89,50 @@ class RunRequest:
     question_revision_id: int | None = None
     requested_by: str | None = None
     requested_ip: str | None = None
+    # The learner whose own code this is (exercises): keyed and queued apart.
+    owner: str | None = None
 
     @property
     def key(self) -> str:
         return cache_key(snippet_text=self.snippet_text, world_size=self.world_size,
                          params=self.params, torch_version=self.torch_version,
-                         harness_version=self.harness_version, timeout_s=self.timeout_s)
+                         harness_version=self.harness_version, timeout_s=self.timeout_s,
+                         owner=self.owner)
+
+    @property
+    def priority(self) -> int:
+        return PRIORITY_SHARED if self.owner is None else PRIORITY_LEARNER_CODE
+
+
+HARNESS_MARK = "\n\n\n# ---- the exercise's checks ----\n"
+
+
+def exercise_code(doc: QuestionDoc, code: str) -> str:
+    """What an exercise runs: the given code (the learner's, the starter or the solution),
+    then the exercise's harness. Appended, so the code's line numbers stay the learner's."""
+    harness = doc.exercise.harness_code if doc.exercise is not None else None
+    if not harness:
+        return code
+    return code + HARNESS_MARK + harness
 
 
 def request_for(
     doc: QuestionDoc, raw_params: dict[str, Any] | None, *, torch_version: str,
     harness_version: str, revision_id: int | None = None, requested_by: str | None = None,
-    requested_ip: str | None = None,
+    requested_ip: str | None = None, code: str | None = None, owner: str | None = None,
 ) -> RunRequest:
-    """The run request for a question and knob values (validated; raises knobs.InvalidKnob)."""
+    """The run request for a question and knob values (validated; raises knobs.InvalidKnob).
+
+    `code` replaces the question's snippet (an exercise's solution, or a learner's code
+    with its harness); `owner` marks the code as that learner's own.
+    """
     assert doc.verify is not None and doc.snippet_text is not None
     world_size, params = knobs.resolve(doc.verify, raw_params)
-    return RunRequest(snippet_text=doc.snippet_text, world_size=world_size, params=params,
+    return RunRequest(snippet_text=doc.snippet_text if code is None else code,
+                      world_size=world_size, params=params,
                       timeout_s=doc.verify.timeout_s, torch_version=torch_version,
                       harness_version=harness_version, question_revision_id=revision_id,
-                      requested_by=requested_by, requested_ip=requested_ip)
+                      requested_by=requested_by, requested_ip=requested_ip, owner=owner)
 
 
 def get_run(*, db_session: Session, run_id: int) -> Run | None:
@@ -134,6 +172,7 @@ def request_run(*, db_session: Session, req: RunRequest, fresh: bool = False) ->
         world_size=req.world_size, params=req.params, timeout_s=req.timeout_s,
         torch_version=req.torch_version, harness_version=req.harness_version,
         requested_by=req.requested_by, requested_ip=req.requested_ip, status=RUN_QUEUED,
+        priority=req.priority,
     )
     try:
         with db_session.begin_nested():
@@ -145,16 +184,51 @@ def request_run(*, db_session: Session, req: RunRequest, fresh: bool = False) ->
         if winner is None:
             raise
         return winner, True
+    notify_queued(db_session=db_session)
     return run, False
 
 
+def notify_queued(*, db_session: Session) -> None:
+    """Wake every worker of every process when this transaction commits (PostgreSQL only).
+
+    On SQLite the workers of the requesting process are woken by an event; others poll.
+    """
+    if db_session.get_bind().dialect.name == "postgresql":
+        db_session.execute(select(func.pg_notify(NOTIFY_CHANNEL, "")))
+
+
+def queue_state(*, db_session: Session) -> dict[str, Any]:
+    """Runs by status, the queue's depth and how many workers hold a live lease (for /metrics)."""
+    by_status = {str(st): int(n) for st, n in db_session.execute(
+        select(Run.status, func.count()).group_by(Run.status)).all()}
+    busy = db_session.scalar(select(func.count(func.distinct(Run.lease_owner))).where(
+        Run.status == RUN_RUNNING, Run.lease_expires_at >= utcnow()))
+    return {"by_status": by_status, "queued": by_status.get(RUN_QUEUED, 0),
+            "busy_workers": int(busy or 0)}
+
+
+def has_claimable(*, db_session: Session) -> bool:
+    """True when some run waits for a worker (a read: no lock is taken)."""
+    return db_session.scalar(select(Run.id).where(_claimable(utcnow())).limit(1)) is not None
+
+
+def next_lease_expiry(*, db_session: Session) -> Any:
+    """When the soonest lease of a running run ends, or None."""
+    return db_session.scalar(select(func.min(Run.lease_expires_at)).where(Run.status == RUN_RUNNING))
+
+
 def fresh_runs_since(*, db_session: Session, seconds: float, requested_by: str | None = None,
-                     requested_ip: str | None = None) -> int:
-    """How many runs this requester (a learner, or a client address) caused in the last `seconds`."""
+                     requested_ip: str | None = None, priority: int | None = None) -> int:
+    """How many runs this requester (a learner, or a client address) caused in the last `seconds`.
+
+    With `priority`, only runs of that kind count (learner code has its own budget).
+    """
     if requested_by is None and requested_ip is None:
         return 0
     since = utcnow() - timedelta(seconds=seconds)
     stmt = select(func.count()).select_from(Run).where(Run.requested_at >= since)
+    if priority is not None:
+        stmt = stmt.where(Run.priority == priority)
     if requested_by is not None:
         stmt = stmt.where(Run.requested_by == requested_by)
     if requested_ip is not None:
@@ -170,33 +244,48 @@ def _claimable(now: Any) -> Any:
 
 
 def claim_run(*, db_session: Session, worker_id: str, lease_seconds: float) -> Run | None:
-    """Take the oldest queued run (or one whose lease expired) and lease it to this worker."""
+    """Take the oldest queued run (or one whose lease expired) and lease it to this worker.
+
+    Lowest priority number first: a learner's own exercise code is only claimed when no
+    run an author or a shared cache entry needs is waiting (oldest first within each).
+    """
     expire_stale_leases(db_session=db_session)
     now = utcnow()
     expires = now + timedelta(seconds=lease_seconds)
     if db_session.get_bind().dialect.name == "postgresql":
         run = db_session.scalar(
-            select(Run).where(_claimable(now)).order_by(Run.requested_at, Run.id)
+            select(Run).where(_claimable(now))
+            .order_by(Run.priority, Run.requested_at, Run.id)
             .limit(1).with_for_update(skip_locked=True)
         )
         if run is None:
             return None
+        if run.status == RUN_RUNNING:
+            metrics.LEASE_RECLAIMS.inc()
         run.status, run.lease_owner, run.lease_expires_at = RUN_RUNNING, worker_id, expires
         run.claimed_at = now
         run.attempts += 1
         db_session.flush()
         return run
-    # SQLite: one UPDATE statement is atomic under the database's write lock.
-    pick = (select(Run.id).where(_claimable(now)).order_by(Run.requested_at, Run.id)
-            .limit(1).scalar_subquery())
+    # SQLite: the UPDATE is atomic under the database's write lock, which this
+    # transaction holds from its start (BEGIN IMMEDIATE), so the row read first is
+    # still the one updated; the UPDATE checks claimability again all the same.
+    picked = db_session.execute(
+        select(Run.id, Run.status).where(_claimable(now))
+        .order_by(Run.priority, Run.requested_at, Run.id)
+        .limit(1)).first()
+    if picked is None:
+        return None
     run_id = db_session.scalar(
-        update(Run).where(Run.id == pick, _claimable(now))
+        update(Run).where(Run.id == picked.id, _claimable(now))
         .values(status=RUN_RUNNING, lease_owner=worker_id, lease_expires_at=expires,
                 claimed_at=now, attempts=Run.attempts + 1)
         .returning(Run.id)
     )
     if run_id is None:
         return None
+    if picked.status == RUN_RUNNING:
+        metrics.LEASE_RECLAIMS.inc()
     run = db_session.get(Run, run_id)
     if run is not None:
         db_session.refresh(run)

@@ -10,6 +10,7 @@ import logging
 import os
 import socket
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -17,14 +18,23 @@ from typing import Any
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.db import session_scope
+from app import metrics
+from app.db import read_sessionmaker, session_scope, utcnow
 from app.settings import Settings
 from app.verify import service
 
 log = logging.getLogger("ddpdrill.worker")
 
-# How often an idle worker looks for work when nobody wakes it.
-POLL_SECONDS = 0.1
+# How often an idle worker looks for work when nobody wakes it. Requests wake the
+# workers of their own process at once (and on PostgreSQL every worker, by NOTIFY),
+# so this only matters for a run queued by another process on SQLite; the look is a
+# read, which takes no write lock.
+POLL_SECONDS = 2.0
+# A lease is renewed this many times over its length, so one late renewal (a busy
+# database) does not lose it.
+RENEWALS_PER_LEASE = 3
+# Channel of the PostgreSQL notification sent when a run is queued.
+NOTIFY_CHANNEL = service.NOTIFY_CHANNEL
 
 
 @dataclass(frozen=True)
@@ -54,6 +64,7 @@ class Worker:
         worker_id: str | None = None,
     ) -> None:
         self.factory = factory
+        self.read_factory = read_sessionmaker(factory.kw["bind"])
         self.settings = settings
         self.stop = stop or threading.Event()
         self.wakeup = wakeup or threading.Event()
@@ -71,16 +82,21 @@ class Worker:
         return get_engine(sandbox=self.settings.sandbox)
 
     def claim(self) -> Job | None:
+        # Look before taking the write lock: an idle worker's poll is then a read.
+        with session_scope(self.read_factory) as s:
+            if not service.has_claimable(db_session=s):
+                return None
         with session_scope(self.factory) as s:
             run = service.claim_run(db_session=s, worker_id=self.worker_id,
                                     lease_seconds=self.settings.lease_seconds)
             if run is None:
                 return None
+            metrics.RUNS_CLAIMED.inc()
             return Job(run.id, run.snippet_text, run.world_size, dict(run.params or {}),
                        run.timeout_s)
 
     def _renew_until(self, job: Job, done: threading.Event) -> None:
-        interval = max(0.2, self.settings.lease_seconds / 3)
+        interval = max(0.1, self.settings.lease_seconds / RENEWALS_PER_LEASE)
         while not done.wait(interval):
             try:
                 with session_scope(self.factory) as s:
@@ -105,8 +121,10 @@ class Worker:
         try:
             base = Limits.from_settings(self.settings)
             limits = type(base)(**{**_fields(base), "timeout_s": job.timeout_s})
+            started = time.monotonic()
             result = self._engine().run(job.snippet_text, world_size=job.world_size,
                                         params=job.params, limits=limits)
+            metrics.RUN_SECONDS.labels(str(result.outcome)).observe(time.monotonic() - started)
             data = result.model_dump(mode="json")
         except EngineFailure as exc:
             done.set()
@@ -136,6 +154,21 @@ class Worker:
             service.fail_attempt(db_session=s, run_id=job.run_id, worker_id=self.worker_id,
                                  reason=reason)
 
+    def _idle_wait(self) -> float:
+        """Seconds to sleep when idle: until the next lease runs out, at most POLL_SECONDS.
+
+        Nobody announces a dead worker, so the survivors look when its lease ends.
+        """
+        try:
+            with session_scope(self.read_factory) as s:
+                expiry = service.next_lease_expiry(db_session=s)
+        except Exception:
+            log.exception("worker %s: reading leases failed", self.worker_id)
+            return POLL_SECONDS
+        if expiry is None:
+            return POLL_SECONDS
+        return min(POLL_SECONDS, max(0.05, (expiry - utcnow()).total_seconds() + 0.05))
+
     def run_once(self) -> bool:
         """Claim and execute one run; False when there was nothing to do."""
         job = self.claim()
@@ -158,9 +191,21 @@ class Worker:
                 log.exception("worker %s: claiming failed", self.worker_id)
                 worked = False
             if not worked:
-                self.wakeup.wait(POLL_SECONDS)
+                self.wakeup.wait(self._idle_wait())
                 self.wakeup.clear()
         log.info("worker %s stopped after %d runs", self.worker_id, self.completed)
+
+
+def warm_engine(sandbox: bool = True) -> None:
+    """Start the rank pool (of the sandboxed engine, or the unconfined one) before any run."""
+    try:
+        from app.verify.engine import get_engine
+
+        # One trivial run forks the forkserver and imports torch in it.
+        get_engine(sandbox=sandbox).run("pass", world_size=1)
+    except Exception:  # the first run will start it, or report the failure
+        log.exception("warming the verify engine failed")
+
 
 
 def _fields(obj: Any) -> dict[str, Any]:
@@ -175,6 +220,7 @@ class WorkerPool:
     """N worker threads in this process, sharing one stop flag and one wake-up signal."""
 
     def __init__(self, factory: sessionmaker[Session], settings: Settings, count: int) -> None:
+        self.factory = factory
         self.stop = threading.Event()
         self.wakeup = threading.Event()
         self.workers = [Worker(factory, settings, stop=self.stop, wakeup=self.wakeup)
@@ -186,6 +232,28 @@ class WorkerPool:
             t = threading.Thread(target=w.loop, name=f"verify-worker-{i}", daemon=True)
             t.start()
             self.threads.append(t)
+        bind = self.factory.kw["bind"]
+        if bind.dialect.name == "postgresql":
+            t = threading.Thread(target=self._listen, args=(bind,), name="verify-listen", daemon=True)
+            t.start()
+
+    def _listen(self, bind: Any) -> None:
+        """Wake the workers when any process queues a run (PostgreSQL LISTEN/NOTIFY)."""
+        import psycopg
+
+        dsn = bind.url.set(drivername="postgresql").render_as_string(hide_password=False)
+        while not self.stop.is_set():
+            try:
+                with psycopg.connect(dsn, autocommit=True) as conn:
+                    conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
+                    # A run queued while we were not listening is found by this look.
+                    self.wakeup.set()
+                    while not self.stop.is_set():
+                        for _note in conn.notifies(timeout=1.0, stop_after=1):
+                            self.wakeup.set()
+            except Exception:
+                log.exception("listening for queued runs failed; retrying")
+                self.stop.wait(POLL_SECONDS)
 
     def notify(self) -> None:
         """Wake an idle worker now instead of at its next poll."""

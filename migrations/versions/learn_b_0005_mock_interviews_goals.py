@@ -1,7 +1,7 @@
 """mock interviews (server-held deadline, share link) and learners' interview goals
 
 Revision ID: learn_b_0005
-Revises: learn_a_0004
+Revises: exercises_0005
 """
 from collections.abc import Sequence
 
@@ -11,7 +11,7 @@ from alembic import op
 import app.db
 
 revision: str = "learn_b_0005"
-down_revision: str | None = "learn_a_0004"
+down_revision: str | None = "exercises_0005"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -35,6 +35,9 @@ choices:
     correct: true
   - text: the default
 explanation: The codec keeps the value.
+explained:
+  a: the run only reports the value; it does not grade choices
+  b: the run only reports the value; it does not grade choices
 verify:
   snippet: codec_check.py
   knobs:

@@ -11,6 +11,7 @@ from urllib.parse import quote
 
 import pytest
 from alembic import command
+from alembic.script import ScriptDirectory
 from sqlalchemy import create_engine, inspect, text
 
 from app.migrate import alembic_config, upgrade
@@ -48,7 +49,9 @@ def _tables(url: str) -> set[str]:
 def test_mock_interview_migration_downgrades_and_upgrades_again(fresh_url: str) -> None:
     upgrade(fresh_url)
     assert _tables(fresh_url) >= TABLES
-    command.downgrade(alembic_config(fresh_url), "learn_a_0004")
+    cfg = alembic_config(fresh_url)
+    below = ScriptDirectory.from_config(cfg).get_revision("learn_b_0005").down_revision
+    command.downgrade(cfg, str(below))
     assert not TABLES & _tables(fresh_url)
     assert "review_cards" in _tables(fresh_url)  # learn-a's tables stay
     upgrade(fresh_url)

@@ -1,0 +1,72 @@
+"""Prometheus metrics: request latency by route, and the verify queue seen by operators.
+
+Counters and histograms that workers update (run duration, lease reclaims) live in
+this process's registry; the queue's state (depth, runs by status, workers holding
+a lease) is read from the database at scrape time, so every web process reports the
+same numbers however many workers and web processes share the database.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+# Request latency buckets (seconds): the targets are p99 ≤ 250 ms for answers.
+REQUEST_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+# Verify run buckets (seconds): most runs take 1–3 s, hangs wait out their timeout.
+RUN_BUCKETS = (0.5, 1.0, 2.0, 3.0, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0)
+
+# Process-wide: workers are threads of `serve` or of `ddpdrill worker`.
+WORKER_REGISTRY = CollectorRegistry(auto_describe=True)
+RUN_SECONDS = Histogram("ddpdrill_run_duration_seconds", "Wall time of verify runs executed here.",
+                        ["outcome"], buckets=RUN_BUCKETS, registry=WORKER_REGISTRY)
+LEASE_RECLAIMS = Counter("ddpdrill_lease_reclaims", "Runs claimed again after their lease ran out.",
+                         registry=WORKER_REGISTRY)
+RUNS_CLAIMED = Counter("ddpdrill_runs_claimed", "Runs claimed by workers of this process.",
+                       registry=WORKER_REGISTRY)
+
+
+class QueueCollector(Collector):
+    """Queue depth, runs by status and workers with a live lease, read from the database."""
+
+    def __init__(self, read: Callable[[], dict[str, Any]]) -> None:
+        self.read = read
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        try:
+            state = self.read()
+        except Exception:  # a scrape during a database outage reports what it can
+            return
+        by_status = GaugeMetricFamily("ddpdrill_runs", "Runs in the database by status.",
+                                      labels=["status"])
+        for status, count in sorted(state["by_status"].items()):
+            by_status.add_metric([status], count)
+        yield by_status
+        yield GaugeMetricFamily("ddpdrill_queue_depth", "Runs waiting for a worker.",
+                                value=state["queued"])
+        yield GaugeMetricFamily("ddpdrill_workers_busy",
+                                "Distinct workers holding a live lease on a run.",
+                                value=state["busy_workers"])
+        yield GaugeMetricFamily("ddpdrill_workers_in_process",
+                                "Verify worker threads started by this process.",
+                                value=state["local_workers"])
+
+
+class AppMetrics:
+    """One app's registry: its request histogram and its view of the queue."""
+
+    def __init__(self, read_queue: Callable[[], dict[str, Any]]) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        self.requests = Histogram("ddpdrill_request_duration_seconds",
+                                  "Time to answer HTTP requests, by route template.",
+                                  ["method", "route", "status"], buckets=REQUEST_BUCKETS,
+                                  registry=self.registry)
+        self.registry.register(QueueCollector(read_queue))
+
+    def exposition(self) -> bytes:
+        return generate_latest(self.registry) + generate_latest(WORKER_REGISTRY)

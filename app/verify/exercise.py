@@ -1,0 +1,240 @@
+"""Exercises: a learner's own code, run against the exercise's checks.
+
+A Run submits the learner's code once per audited knob combination (with the
+exercise's harness appended). Those runs are keyed by the learner (never another
+learner's cache hit), queued behind every shared run (service.claim_run), and
+rate-limited per learner and per address on their own budget. Checks marked
+hidden are counted, never described: nothing here hands their label, expectation
+or measurement to a page or the API. A submission whose every check passes is
+stored as a correct attempt with its code (app.practice).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from app.errors import InvalidInput, NotFound, RateLimited, TooLarge
+from app.practice import service as practice
+from app.questions.models import Question, QuestionRevision
+from app.questions.schema import Expectation, QuestionDoc
+from app.questions.service import get_published, revision_doc
+from app.verify import service
+from app.verify.access import IP_RATE_FACTOR, RATE_WINDOW_SECONDS
+from app.verify.engine import SnippetSyntaxError, check_snippet
+from app.verify.expectations import CheckResult, applies, check
+from app.verify.models import PRIORITY_LEARNER_CODE, RUN_DONE, RUN_FAILED, Run
+
+# Learner code is capped at this many bytes of UTF-8.
+MAX_CODE_BYTES = 20 * 1024
+
+
+def exercise_doc(*, db_session: Session, slug: str) -> tuple[Question, QuestionRevision, QuestionDoc]:
+    """A published exercise, its current revision and document; NotFound otherwise."""
+    question = get_published(db_session=db_session, slug=slug)
+    if question is None or question.current_revision is None:
+        raise NotFound(f"No exercise called {slug!r}.")
+    doc = revision_doc(question.current_revision)
+    if not doc.is_exercise or doc.verify is None:
+        raise NotFound(f"{slug!r} is not an exercise.")
+    return question, question.current_revision, doc
+
+
+def owner_tag(learner_id: str) -> str:
+    return f"learner:{learner_id}"
+
+
+def check_code(code: str) -> str:
+    """The code as it will run; TooLarge over the cap. Newlines are normalised (a browser
+    form sends CRLF) so the same code typed twice is one cache entry."""
+    code = code.replace("\r\n", "\n").replace("\r", "\n")
+    size = len(code.encode("utf-8"))
+    if size > MAX_CODE_BYTES:
+        raise TooLarge(f"Your code is {size:,} bytes; an exercise takes at most "
+                       f"{MAX_CODE_BYTES:,} bytes ({MAX_CODE_BYTES // 1024} KB).")
+    try:
+        check_snippet(code)
+    except SnippetSyntaxError as exc:
+        # Caught here, not by a worker: code that cannot compile is not worth a queue slot.
+        raise InvalidInput(f"Your code does not compile: {exc}") from None
+    return code
+
+
+def submit(
+    *, db_session: Session, slug: str, code: str, learner_id: str, client_ip: str,
+    limit_per_minute: int,
+) -> list[Run]:
+    """Queue (or find again, for this same learner) a run of this code per audited combination.
+
+    Raises NotFound, TooLarge, or RateLimited when the new runs would exceed the learner's
+    (or the address's) budget of learner-code runs per minute.
+    """
+    _question, revision, doc = exercise_doc(db_session=db_session, slug=slug)
+    assert doc.verify is not None
+    code = check_code(code)
+    torch_v, harness_v = service.engine_versions()
+    tag = owner_tag(learner_id)
+    reqs = [service.request_for(doc, combo, torch_version=torch_v, harness_version=harness_v,
+                                revision_id=revision.id, requested_by=tag, requested_ip=client_ip,
+                                code=service.exercise_code(doc, code), owner=learner_id)
+            for combo in doc.verify.audit_combinations()]
+    new = 0
+    for req in reqs:
+        live = service.find_live(db_session=db_session, key=req.key)
+        if live is None or live.status == RUN_FAILED:
+            new += 1
+    if new:
+        used = service.fresh_runs_since(db_session=db_session, requested_by=tag,
+                                        seconds=RATE_WINDOW_SECONDS, priority=PRIORITY_LEARNER_CODE)
+        from_ip = service.fresh_runs_since(db_session=db_session, requested_ip=client_ip,
+                                           seconds=RATE_WINDOW_SECONDS,
+                                           priority=PRIORITY_LEARNER_CODE)
+        if used + new > limit_per_minute or from_ip + new > limit_per_minute * IP_RATE_FACTOR:
+            raise RateLimited(
+                f"Too many runs of your code in the last minute (limit {limit_per_minute} runs; "
+                f"this exercise takes {len(reqs)} per Run). Wait a moment and run again.",
+                RATE_WINDOW_SECONDS)
+    return [service.request_run(db_session=db_session, req=req)[0] for req in reqs]
+
+
+def learner_code(run: Run) -> str:
+    """The learner's own code in a run (without the harness)."""
+    # The last mark is the real one: the harness never contains it, learner code might.
+    return run.snippet_text.rsplit(service.HARNESS_MARK, 1)[0]
+
+
+@dataclass
+class ComboOutcome:
+    """One check on one knob combination, as the learner may see it."""
+
+    params: dict[str, Any]
+    world_size: int
+    result: CheckResult | None  # None while the run is pending or if it could not run
+
+
+@dataclass
+class CheckOutcome:
+    """A visible check across every combination it applies to."""
+
+    label: str
+    expected: str
+    combos: list[ComboOutcome]
+
+    @property
+    def done(self) -> bool:
+        return all(c.result is not None for c in self.combos)
+
+    @property
+    def passed(self) -> bool:
+        return self.done and all(c.result is not None and c.result.passed for c in self.combos)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"label": self.label, "expected": self.expected, "passed": self.passed,
+                "done": self.done,
+                "runs": [{"params": c.params, "world_size": c.world_size,
+                          "measured": c.result.measured if c.result else None,
+                          "passed": c.result.passed if c.result else None} for c in self.combos]}
+
+
+@dataclass
+class Submission:
+    """What one Run of an exercise shows: each visible check, and a count of hidden ones."""
+
+    question: Question
+    doc: QuestionDoc
+    runs: list[Run]
+    code: str
+    visible: list[CheckOutcome] = field(default_factory=list)
+    hidden_total: int = 0
+    hidden_passed: int = 0
+    attempt_id: int | None = None
+
+    @property
+    def done(self) -> bool:
+        return all(r.status in (RUN_DONE, RUN_FAILED) for r in self.runs)
+
+    @property
+    def infrastructure_failed(self) -> bool:
+        return any(r.status == RUN_FAILED for r in self.runs)
+
+    @property
+    def passed(self) -> bool:
+        return (self.done and not self.infrastructure_failed
+                and all(c.passed for c in self.visible) and self.hidden_passed == self.hidden_total)
+
+    @property
+    def token(self) -> str:
+        return "-".join(str(r.id) for r in self.runs)
+
+    @property
+    def shown_run(self) -> Run:
+        """The run whose verify panel is shown: the first that failed a check, else the first."""
+        return next((r for r in self.runs if r.id in self.failing), self.runs[0])
+
+    failing: set[int] = field(default_factory=set)
+
+
+def parse_token(token: str) -> list[int]:
+    """Run ids from a submission token such as "12-13-14"; NotFound if it is not one."""
+    parts = token.split("-")
+    if not parts or len(parts) > 64 or not all(p.isdigit() and 0 < len(p) < 10 for p in parts):
+        raise NotFound("No such submission.")
+    return [int(p) for p in parts]
+
+
+def _check(exp: Expectation, run: Run) -> CheckResult | None:
+    result = service.result_of(run)
+    return check(exp, result) if result is not None else None
+
+
+def submission(
+    *, db_session: Session, slug: str, token: str, learner_id: str, record: bool = True,
+) -> Submission:
+    """A learner's submission (its runs named by `token`), checked; only its owner may see it.
+
+    When every run is done and every check passes, the code is stored as a correct
+    attempt (once per submission).
+    """
+    question = get_published(db_session=db_session, slug=slug)
+    if question is None:
+        raise NotFound(f"No exercise called {slug!r}.")
+    runs: list[Run] = []
+    for run_id in parse_token(token):
+        run = service.get_run(db_session=db_session, run_id=run_id)
+        if run is None or run.priority != PRIORITY_LEARNER_CODE \
+                or run.requested_by != owner_tag(learner_id):
+            raise NotFound("No such submission.")
+        runs.append(run)
+    revision_ids = {r.question_revision_id for r in runs}
+    revision = (db_session.get(QuestionRevision, runs[0].question_revision_id)
+                if len(revision_ids) == 1 and runs[0].question_revision_id else None)
+    if revision is None or revision.question_id != question.id:
+        raise NotFound("No such submission.")
+    doc = revision_doc(revision)
+    if doc.verify is None or not doc.is_exercise:
+        raise NotFound("No such submission.")
+    sub = Submission(question, doc, runs, learner_code(runs[0]))
+    for exp in doc.verify.expect:
+        outcomes = []
+        for run in runs:
+            if not applies(exp, dict(run.params or {}), run.world_size):
+                continue
+            res = _check(exp, run)
+            if res is not None and not res.passed:
+                sub.failing.add(run.id)
+            outcomes.append(ComboOutcome(dict(run.params or {}), run.world_size, res))
+        if exp.hidden:
+            sub.hidden_total += 1
+            if outcomes and all(o.result is not None and o.result.passed for o in outcomes):
+                sub.hidden_passed += 1
+            continue
+        expected = outcomes[0].result.expected if outcomes and outcomes[0].result else ""
+        sub.visible.append(CheckOutcome(exp.label, expected, outcomes))
+    if record and sub.passed:
+        attempt = practice.record_exercise_pass(
+            db_session=db_session, learner_id=learner_id, question_id=question.id,
+            revision_id=revision.id, code=sub.code, token=f"exercise:{sub.token}")
+        sub.attempt_id = attempt.id
+    return sub

@@ -1,0 +1,136 @@
+"""A fresh learner's Run of a two-rank exercise, through HTTP, end to end.
+
+Starts `ddpdrill serve` (SQLite, one in-process worker) on a free local port with the real
+question bank, then for each of N new learners (no cookie: a fresh learner id each time,
+so the run is never a cache hit) submits the reference solution of a two-rank DDP
+exercise to POST /api/v1/exercises/{slug}/run and polls
+GET /api/v1/exercises/{slug}/submissions/{id} until every check is evaluated. Prints the
+p50 and p90 of that wall time, and the engine's own wall time of the run for comparison.
+
+Target on this 2-core machine: p50 <= 200 ms warm.
+Usage: .venv/bin/python benchmarks/exercise_run.py [--runs 20] [--slug unused-parameters]
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+TARGET_P50_MS = 200.0
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Learner:
+    """One browser's worth of HTTP: a keep-alive connection and its learner cookie."""
+
+    def __init__(self, port: int) -> None:
+        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        self.cookie = ""
+
+    def request(self, method: str, path: str, body: dict | None = None) -> tuple[int, dict]:
+        headers = {"Content-Type": "application/json"}
+        if self.cookie:
+            headers["Cookie"] = self.cookie
+        self.conn.request(method, path, body=json.dumps(body) if body is not None else None,
+                          headers=headers)
+        resp = self.conn.getresponse()
+        data = resp.read()
+        cookie = resp.getheader("set-cookie")
+        if cookie and not self.cookie:
+            self.cookie = cookie.split(";")[0]
+        return resp.status, json.loads(data) if data else {}
+
+    def run(self, slug: str, code: str, timeout: float = 60) -> dict:
+        status, started = self.request("POST", f"/api/v1/exercises/{slug}/run", {"code": code})
+        assert status == 200, (status, started)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            _status, body = self.request("GET", started["url"])
+            if body.get("status") == "done":
+                return body
+            time.sleep(0.005)
+        raise TimeoutError(started)
+
+
+def pct(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=20)
+    parser.add_argument("--slug", default="unused-parameters")
+    args = parser.parse_args()
+    sys.path.insert(0, str(REPO))
+    from app.questions.bank import load_bank
+
+    bank = load_bank(REPO / "question_bank")
+    doc = next(q for q in bank.questions if q.slug == args.slug)
+    assert doc.exercise is not None and doc.verify is not None
+    assert len(doc.verify.audit_combinations()) == 1 and doc.verify.world_size == 2, \
+        "pick an exercise with one two-rank combination"
+    solution = doc.exercise.solution_code or ""
+
+    tmp = Path(tempfile.mkdtemp(prefix="ddpdrill-bench-ex-"))
+    port = free_port()
+    env = {**os.environ, "DDPDRILL_DATA_DIR": str(tmp / "data"),
+           "DDPDRILL_BANK_DIR": str(REPO / "question_bank"),
+           "DDPDRILL_EXERCISE_RATE_PER_MINUTE": "100000", "DDPDRILL_WORKERS": "1"}
+    env.pop("DDPDRILL_DATABASE_URL", None)
+    server = subprocess.Popen([sys.executable, "-m", "app.cli", "serve", "--port", str(port)],
+                              cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                if Learner(port).request("GET", "/healthz")[0] == 200:
+                    break
+            except (OSError, http.client.HTTPException):
+                pass
+            if time.monotonic() > deadline:
+                raise TimeoutError("server did not start")
+            time.sleep(0.1)
+        # The first run pays for the forkserver's start; it is not what a learner sees after.
+        assert Learner(port).run(args.slug, solution)["passed"]
+
+        wall, engine = [], []
+        for _ in range(args.runs):
+            learner = Learner(port)
+            learner.request("GET", "/healthz")  # connect before the clock starts, as a browser has
+            t0 = time.perf_counter()
+            body = learner.run(args.slug, solution)
+            wall.append((time.perf_counter() - t0) * 1000)
+            assert body["passed"], body
+            _status, run = learner.request("GET", f"/api/v1/runs/{body['run_ids'][0]}")
+            engine.append(float(run["result"]["timings"]["wall_ms"]))
+        p50 = statistics.median(wall)
+        print(f"exercise {args.slug!r}: {args.runs} fresh learner runs, two ranks, through HTTP")
+        print(f"  end to end (POST run .. every check evaluated): p50 {p50:.0f} ms, "
+              f"p90 {pct(wall, 90):.0f} ms, min {min(wall):.0f} ms")
+        print(f"  of which the engine's run: p50 {statistics.median(engine):.0f} ms")
+        print(f"  target p50 <= {TARGET_P50_MS:.0f} ms: {'met' if p50 <= TARGET_P50_MS else 'NOT met'} "
+              f"(ratio {p50 / TARGET_P50_MS:.2f})")
+        return 0
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,206 @@
+"""A class at once: the real server against a bare FastAPI endpoint, 64 clients each.
+
+    .venv/bin/python benchmarks/load.py [--clients 64] [--seconds 5] [--database-url URL]
+
+Starts `ddpdrill serve` (the fixture bank, one in-process worker) and, in the same
+run, a bare FastAPI app with one endpoint that parses a small JSON body and returns
+JSON, under the same uvicorn settings. Then, for each workload in turn, 64 clients
+(each its own connection and cookies, as browsers have) send requests back to back
+for --seconds: the bare endpoint, API answer submits, HTML answer submits (the form
+post a browser makes, answered with the graded page) and cached Verify requests.
+Prints throughput, p50 and p99 for each and its throughput as a share of the bare
+endpoint's. Without --database-url the server uses a fresh SQLite file; with one
+(PostgreSQL) it uses that database, which must be migrated (`ddpdrill db upgrade`)
+and is loaded with the fixture bank if empty. Figures go in docs/performance.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from tests.loadclient import Client, Reply, Timings, csrf_of  # noqa: E402
+
+FIXTURE_BANK = REPO / "tests" / "fixtures" / "bank"
+ANSWERS = {"fixture-single": "b", "fixture-numeric": "1400", "fixture-trace-join": "a"}
+BARE_APP = '''
+from fastapi import FastAPI
+from pydantic import BaseModel
+
+app = FastAPI()
+
+
+class Body(BaseModel):
+    answer: str
+
+
+@app.post("/bare")
+def bare(body: Body) -> dict[str, object]:
+    return {"answer": body.answer, "correct": True}
+'''
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_up(url: str, proc: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"{url} exited with {proc.returncode}")
+        try:
+            with urllib.request.urlopen(url, timeout=1):
+                return
+        except OSError as exc:
+            if getattr(exc, "code", None):  # an HTTP error: the server is up
+                return
+            time.sleep(0.1)
+    raise SystemExit(f"{url} did not start")
+
+
+def start_server(folder: Path, database_url: str | None) -> tuple[subprocess.Popen[bytes], str]:
+    port = free_port()
+    env = {**os.environ, "DDPDRILL_DATA_DIR": str(folder / "data"),
+           "DDPDRILL_BANK_DIR": str(FIXTURE_BANK), "DDPDRILL_WORKERS": "1"}
+    if database_url:
+        env["DDPDRILL_DATABASE_URL"] = database_url
+        subprocess.run([sys.executable, "-m", "app.cli", "bank", "import", str(FIXTURE_BANK)],
+                       cwd=REPO, env=env, check=True, stdout=subprocess.DEVNULL)
+    proc = subprocess.Popen([sys.executable, "-m", "app.cli", "serve", "--port", str(port)],
+                            cwd=REPO, env=env, stdout=open(folder / "server.log", "wb"),  # noqa: SIM115
+                            stderr=subprocess.STDOUT, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    wait_up(url + "/healthz", proc)
+    return proc, url
+
+
+def start_bare(folder: Path) -> tuple[subprocess.Popen[bytes], str]:
+    (folder / "bare_app.py").write_text(BARE_APP)
+    port = free_port()
+    # The same uvicorn settings `ddpdrill serve` uses: uvicorn.run(app, host, port, log_level="info").
+    code = ("import sys, uvicorn; sys.path.insert(0, sys.argv[1]); import bare_app; "
+            "uvicorn.run(bare_app.app, host='127.0.0.1', port=int(sys.argv[2]), log_level='info')")
+    proc = subprocess.Popen([sys.executable, "-c", code, str(folder), str(port)],
+                            stdout=open(folder / "bare.log", "wb"),  # noqa: SIM115
+                            stderr=subprocess.STDOUT, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    wait_up(url + "/bare", proc)
+    return proc, url
+
+
+async def drive(clients: list[Client], seconds: float,
+                one: Callable[[int, Client, int], Awaitable[Reply]], ok: set[int]) -> Timings:
+    timings = Timings()
+    stop = time.monotonic() + seconds
+
+    async def loop(i: int, client: Client) -> None:
+        n = 0
+        while time.monotonic() < stop:
+            try:
+                reply = await one(i, client, n)
+            except Exception as exc:
+                timings.errors.append(f"{type(exc).__name__}: {exc}")
+                continue
+            n += 1
+            if reply.status in ok:
+                timings.seconds.append(reply.seconds)
+            else:
+                timings.errors.append(str(reply.status))
+
+    await asyncio.gather(*(loop(i, c) for i, c in enumerate(clients)))
+    return timings
+
+
+async def prepare_verify(url: str) -> None:
+    """Run the one Verify the cached workload reuses, and wait until it is done."""
+    client = Client(url)
+    reply = await client.post_json("/api/v1/questions/fixture-single/verify", {"params": {}})
+    run_url = reply.json()["url"]
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        if (await client.get(run_url)).json()["status"] in ("done", "failed"):
+            break
+        await asyncio.sleep(0.2)
+    await client.close()
+
+
+async def main_async(args: argparse.Namespace, server: str, bare: str) -> list[tuple[str, Timings]]:
+    n = args.clients
+    results: list[tuple[str, Timings]] = []
+    await prepare_verify(server)
+
+    async def run(name: str, url: str, setup: Callable[[Client], Awaitable[None]] | None,
+                  one: Callable[[int, Client, int], Awaitable[Reply]], ok: set[int]) -> None:
+        clients = [Client(url) for _ in range(n)]
+        if setup is not None:
+            await asyncio.gather(*(setup(c) for c in clients))
+        results.append((name, await drive(clients, args.seconds, one, ok)))
+        await asyncio.gather(*(c.close() for c in clients))
+
+    slugs = sorted(ANSWERS)
+    await run("bare FastAPI endpoint", bare, None,
+              lambda i, c, k: c.post_json("/bare", {"answer": "b"}), {200})
+    await run("API answer submit", server, None,
+              lambda i, c, k: c.post_json(f"/api/v1/questions/{slugs[k % 3]}/attempts",
+                                          {"answer": ANSWERS[slugs[k % 3]]}), {200})
+    tokens: dict[int, str] = {}
+
+    async def html_setup(c: Client) -> None:
+        tokens[id(c)] = csrf_of((await c.get("/questions/fixture-single")).text)
+
+    await run("HTML answer submit", server, html_setup,
+              lambda i, c, k: c.post_form(f"/questions/{slugs[k % 3]}/answer",
+                                          [("csrf_token", tokens[id(c)]),
+                                           ("answer", ANSWERS[slugs[k % 3]])]), {200})
+    await run("cached Verify", server, None,
+              lambda i, c, k: c.post_json("/api/v1/questions/fixture-single/verify", {"params": {}}),
+              {200})
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--clients", type=int, default=64)
+    parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--database-url", default=None)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        server_proc, server = start_server(folder, args.database_url)
+        bare_proc, bare = start_bare(folder)
+        try:
+            results = asyncio.run(main_async(args, server, bare))
+        finally:
+            for proc in (server_proc, bare_proc):
+                os.killpg(proc.pid, signal.SIGTERM)
+                proc.wait(timeout=60)
+    base = len(results[0][1].seconds) / args.seconds
+    db = "PostgreSQL" if args.database_url else "SQLite"
+    print(f"{args.clients} clients, {args.seconds:g} s per workload, {db}")
+    print(f"{'workload':24} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'errors':>7} {'vs bare':>8}")
+    for name, t in results:
+        rate = len(t.seconds) / args.seconds
+        print(f"{name:24} {rate:8.0f} {t.percentile(50) * 1000:8.1f} {t.percentile(99) * 1000:8.1f} "
+              f"{len(t.errors):7d} {rate / base:8.0%}")
+        if t.errors:
+            print(f"    errors: {sorted(set(t.errors))[:5]}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,2 @@
+report("total_tokens", total_tokens)
+report("scale", scale)

@@ -1,0 +1,91 @@
+"""Fast recovery: short leases reclaimed at once, idle workers woken rather than polling."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import threading
+import time
+
+import pytest
+from sqlalchemy.orm import Session, sessionmaker
+
+from app.db import session_scope
+from app.settings import Settings
+from app.verify.models import RUN_DONE, RUN_RUNNING, Run
+from app.verify.worker import Worker, WorkerPool
+from tests.service.conftest import enqueue, make_request, run_status, wait_for
+
+RUN_SECONDS = 2.0
+# Forking the ranks, a claim and the busy test machine; the old 30 s lease dwarfs it.
+SLACK_S = 4.0
+
+
+def _owner_pid(factory: sessionmaker[Session], run_id: int) -> int:
+    with session_scope(factory) as s:
+        run = s.get(Run, run_id)
+        assert run is not None and run.lease_owner is not None
+        return int(run.lease_owner.split(":")[1])
+
+
+def test_a_killed_workers_run_completes_within_lease_plus_run_time(
+    session_factory: sessionmaker[Session], worker_process, settings: Settings,  # type: ignore[no-untyped-def]
+) -> None:
+    lease = Settings().lease_seconds  # the default: what operators get
+    workers = [worker_process(lease_seconds=lease), worker_process(lease_seconds=lease)]
+    # Both workers have their rank pools warm once each has run something.
+    warm = [enqueue(session_factory, make_request(f"report('warm', {i})")) for i in range(4)]
+    wait_for(lambda: all(run_status(session_factory, i) == RUN_DONE for i in warm), timeout=120)
+    run_id = enqueue(session_factory, make_request(
+        f"import time\ntime.sleep({RUN_SECONDS})\nreport('slept', True)", timeout_s=20))
+    wait_for(lambda: run_status(session_factory, run_id) == RUN_RUNNING, timeout=30)
+    doomed = next(w for w in workers if w.pid == _owner_pid(session_factory, run_id))
+    killed_at = time.monotonic()
+    os.killpg(doomed.pid, signal.SIGKILL)
+    doomed.wait(timeout=10)
+    wait_for(lambda: run_status(session_factory, run_id) == RUN_DONE,
+             timeout=lease + RUN_SECONDS + SLACK_S)
+    elapsed = time.monotonic() - killed_at
+    with session_scope(session_factory) as s:
+        run = s.get(Run, run_id)
+        assert run is not None and run.attempts == 2
+        assert run.result is not None and run.result["ranks"][0]["values"]["slept"] is True
+    assert elapsed < lease + RUN_SECONDS + SLACK_S
+
+
+def test_an_idle_worker_looks_for_work_without_taking_the_sqlite_write_lock(
+    session_factory: sessionmaker[Session], settings: Settings, database_url: str,
+) -> None:
+    if not database_url.startswith("sqlite"):
+        pytest.skip("SQLite's write lock")
+    worker = Worker(session_factory, settings)
+    writer = sqlite3.connect(database_url.removeprefix("sqlite:///"), isolation_level=None)
+    writer.execute("BEGIN IMMEDIATE")
+    try:
+        result: list[bool] = []
+        look = threading.Thread(target=lambda: result.append(worker.run_once()))
+        look.start()
+        # Taking the write lock would wait out the 15 s busy timeout.
+        look.join(timeout=5)
+        assert result == [False]
+    finally:
+        writer.execute("ROLLBACK")
+        writer.close()
+
+
+def test_queueing_a_run_wakes_idle_workers_on_postgresql(
+    session_factory: sessionmaker[Session], settings: Settings, database_url: str,
+) -> None:
+    if not database_url.startswith("postgresql"):
+        pytest.skip("LISTEN/NOTIFY is PostgreSQL's")
+    pool = WorkerPool(session_factory, settings, 0)
+    pool.start()
+    try:
+        assert pool.wakeup.wait(10), "the listener did not connect"  # it looks once on connecting
+        pool.wakeup.clear()
+        assert not pool.wakeup.wait(0.5)
+        enqueue(session_factory, make_request("report('x', 1)"))  # from another session and connection
+        assert pool.wakeup.wait(10), "no notification arrived"
+    finally:
+        pool.shutdown(timeout=5)
