@@ -38,6 +38,7 @@ from app.middleware import (
     SecurityHeadersMiddleware,
 )
 from app.practice import api as practice_api
+from app.practice import progress_api, progress_views
 from app.practice import views as practice_views
 from app.questions import api as questions_api
 from app.questions import views as questions_views
@@ -143,10 +144,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(questions_api.router)
     app.include_router(practice_api.router)
     app.include_router(practice_api.learning)
+    app.include_router(progress_api.router)
     app.include_router(verify_views.api)
     app.include_router(verify_views.router)
     app.include_router(questions_views.router)
     app.include_router(practice_views.router)
+    app.include_router(progress_views.router)
     app.include_router(accounts_views.router)
     app.include_router(authoring_views.router)
     # Signed-out visitors to /author and /admin are sent to the login page.

@@ -34,3 +34,24 @@ document.addEventListener("change", (event) => {
   }
   link.href = `${link.pathname}?${query}`;
 });
+
+// A mock interview's countdown. The server holds the deadline and refuses late answers; this
+// only keeps the shown time true. It counts from the seconds left at page load, so a wrong
+// clock on the learner's machine does not matter.
+(() => {
+  const timer = document.querySelector(".countdown[data-seconds-left]");
+  if (!timer) return;
+  const value = timer.querySelector(".countdown-value");
+  const end = Date.now() + Number(timer.dataset.secondsLeft) * 1000;
+  const tick = () => {
+    const left = Math.max(0, Math.round((end - Date.now()) / 1000));
+    value.textContent = `${Math.floor(left / 60)}:${String(left % 60).padStart(2, "0")}`;
+    timer.classList.toggle("low", left <= 60);
+    if (left === 0) {
+      value.textContent = "0:00 (time is up)";
+      return;
+    }
+    setTimeout(tick, 500);
+  };
+  tick();
+})();

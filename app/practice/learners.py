@@ -22,6 +22,8 @@ from app.accounts.models import ROLE_LEARNER, AuditEntry, LoginAttempt, User
 from app.practice.models import (
     Attempt,
     Learner,
+    LearnerGoal,
+    MockInterview,
     ProblemReport,
     Quiz,
     QuizItem,
@@ -145,6 +147,14 @@ def export_data(*, db_session: Session, user: User, learner_id: str) -> dict[str
                              "revision_id": r.revision_id, "kind": r.kind, "comment": r.comment,
                              "status": r.status, "note": r.note, "created_at": _iso(r.created_at),
                              "handled_at": _iso(r.handled_at)} for r in reports],
+        "mock_interviews": [{"id": m.quiz_id, "minutes": m.minutes,
+                             "started_at": _iso(m.started_at), "deadline": _iso(m.deadline),
+                             "finished_at": _iso(m.finished_at), "shared": m.share_token is not None}
+                            for m in db_session.scalars(select(MockInterview).where(
+                                MockInterview.learner_id == learner_id))],
+        "interview_goal": next(({"interview_date": g.interview_date.isoformat()
+                                 if g.interview_date else None, "target": g.target}
+                                for g in [db_session.get(LearnerGoal, learner_id)] if g), None),
         "quizzes": [{"id": q.id, "kind": q.kind, "topics": q.topics, "difficulty": q.difficulty,
                      "started_at": _iso(q.started_at), "finished_at": _iso(q.finished_at)}
                     for q in quizzes],
@@ -157,7 +167,7 @@ def delete_account(*, db_session: Session, user: User) -> dict[str, int]:
     cookie names nobody). Other learners' rows are untouched. Returns what was removed."""
     learner_ids = list(db_session.scalars(select(Learner.id).where(Learner.user_id == user.id)))
     counts = {"attempts": 0, "review_cards": 0, "review_logs": 0, "problem_reports": 0,
-              "quizzes": 0}
+              "quizzes": 0, "mock_interviews": 0}
     if learner_ids:
         mine = Learner.id.in_(learner_ids)
         quiz_ids = select(Quiz.id).where(Quiz.learner_id.in_(learner_ids))
@@ -169,6 +179,9 @@ def delete_account(*, db_session: Session, user: User) -> dict[str, int]:
             db_session, delete(ProblemReport).where(ProblemReport.learner_id.in_(learner_ids)))
         counts["attempts"] = _deleted(
             db_session, delete(Attempt).where(Attempt.learner_id.in_(learner_ids)))
+        counts["mock_interviews"] = _deleted(
+            db_session, delete(MockInterview).where(MockInterview.learner_id.in_(learner_ids)))
+        db_session.execute(delete(LearnerGoal).where(LearnerGoal.learner_id.in_(learner_ids)))
         db_session.execute(delete(QuizItem).where(QuizItem.quiz_id.in_(quiz_ids)))
         counts["quizzes"] = _deleted(
             db_session, delete(Quiz).where(Quiz.learner_id.in_(learner_ids)))

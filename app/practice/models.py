@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any
 
 from sqlalchemy import JSON, ForeignKey, Index, String, Text, UniqueConstraint
@@ -146,3 +146,34 @@ class ProblemReport(Base):
     handled_at: Mapped[datetime | None]
 
     __table_args__ = (Index("ix_problem_reports_status_question", "status", "question_id"),)
+
+
+class MockInterview(Base):
+    """A timed mock interview: a quiz (kind "mock") with a server-held deadline and a report.
+
+    The deadline is the server's: an answer that arrives after it is not stored, whatever the
+    page says. `share_token` is a capability for the report's read-only share link; revoking
+    it (setting it to None) makes the old link a 404.
+    """
+
+    __tablename__ = "mock_interviews"
+
+    quiz_id: Mapped[str] = mapped_column(ForeignKey("quizzes.id", ondelete="CASCADE"),
+                                         primary_key=True)
+    learner_id: Mapped[str] = mapped_column(ForeignKey("learners.id"), index=True)
+    minutes: Mapped[int]
+    started_at: Mapped[datetime]
+    deadline: Mapped[datetime]
+    finished_at: Mapped[datetime | None]
+    share_token: Mapped[str | None] = mapped_column(String(64), unique=True)
+
+
+class LearnerGoal(Base):
+    """The learner's interview date and the recall they want on it (the readiness forecast)."""
+
+    __tablename__ = "learner_goals"
+
+    learner_id: Mapped[str] = mapped_column(ForeignKey("learners.id"), primary_key=True)
+    interview_date: Mapped[date | None]
+    target: Mapped[float] = mapped_column(default=0.9)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow)

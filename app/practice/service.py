@@ -80,9 +80,10 @@ def start_quiz(
 
 
 def get_quiz(*, db_session: Session, quiz_id: str, learner_id: str) -> Quiz | None:
-    """The learner's own quiz; another learner's quiz does not exist for them."""
+    """The learner's own quiz; another learner's quiz does not exist for them, and neither
+    does a mock interview (its answers go through practice/mock.py, which holds the deadline)."""
     quiz = db_session.get(Quiz, quiz_id)
-    if quiz is None or quiz.learner_id != learner_id:
+    if quiz is None or quiz.learner_id != learner_id or quiz.kind == "mock":
         return None
     return quiz
 

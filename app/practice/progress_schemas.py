@@ -1,0 +1,133 @@
+"""Shapes of the dashboard and mock-interview API (/api/v1)."""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, StrictFloat, StrictInt, StrictStr
+
+
+class TopicMasteryOut(BaseModel):
+    slug: str
+    title: str
+    questions: int
+    seen: int
+    recall: float = Field(description="FSRS's mean predicted recall over the topic's questions "
+                                      "(unseen counted as 0), 0..1.")
+
+
+class WeekOut(BaseModel):
+    week: date = Field(description="The Monday of the week.")
+    attempts: int
+    correct: int
+
+
+class DueDayOut(BaseModel):
+    day: date
+    due: int = Field(description="Cards falling due that day (today includes the overdue).")
+
+
+class ReportStatusOut(BaseModel):
+    id: int
+    question: str
+    status: Literal["open", "resolved", "declined"]
+    note: str
+
+
+class ForecastTopicOut(TopicMasteryOut):
+    planned: float | None = Field(
+        description="Predicted recall at the interview if you follow the plan.")
+
+
+class PlanDayOut(BaseModel):
+    day: date
+    reviews: int
+    new: int
+
+
+class ForecastOut(BaseModel):
+    interview_date: date
+    at: datetime = Field(description="The moment the forecast is for (09:00 UTC that day).")
+    target: float
+    topics: list[ForecastTopicOut]
+    plan: list[PlanDayOut]
+
+
+class DashboardOut(BaseModel):
+    now: datetime
+    mastery: list[TopicMasteryOut]
+    weeks: list[WeekOut]
+    days_practised: dict[str, int] = Field(description="Answers per day (ISO date).")
+    due_next_7_days: list[DueDayOut]
+    weakest: list[TopicMasteryOut]
+    reports: list[ReportStatusOut]
+    forecast: ForecastOut | None
+
+
+class MockIn(BaseModel):
+    minutes: int = Field(default=25, ge=10, le=45)
+
+
+class MockItemOut(BaseModel):
+    position: int
+    slug: str
+    title: str
+    revision_id: int
+    answered: bool
+
+
+class MockOut(BaseModel):
+    id: str
+    minutes: int
+    started_at: datetime
+    deadline: datetime
+    finished_at: datetime | None
+    items: list[MockItemOut]
+
+
+class MockAnswerIn(BaseModel):
+    position: int = Field(ge=1, le=1000)
+    answer: StrictStr | list[StrictStr] | StrictInt | StrictFloat
+    confidence: Literal["guessing", "unsure", "sure"] | None = None
+
+
+class MockAnswerOut(BaseModel):
+    position: int
+    accepted: bool
+    seconds_left: int
+
+
+class CalibrationOut(BaseModel):
+    counts: dict[str, int]
+    right: dict[str, int]
+    sure_right: float | None = Field(description="How often 'sure' was right.")
+    guessing_wrong: float | None = Field(description="How often 'guessing' was wrong.")
+
+
+class MockReportItemOut(BaseModel):
+    position: int
+    slug: str
+    title: str
+    topic: str
+    answered: bool
+    score: float
+    correct: bool
+    time_taken_ms: int | None
+    confidence: str | None
+    answer: Any
+    correct_answer: Any
+    explanation: str | None = Field(description="Given for misses.")
+
+
+class MockReportOut(BaseModel):
+    id: str
+    score: float
+    total: int
+    answered: int
+    elapsed_ms: int
+    started_at: datetime
+    finished_at: datetime | None
+    per_topic: dict[str, float]
+    calibration: CalibrationOut
+    items: list[MockReportItemOut]

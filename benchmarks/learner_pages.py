@@ -1,0 +1,253 @@
+"""The learner's pages through HTTP against a running server, on SQLite and PostgreSQL.
+
+Builds a generated bank of 300 questions in 6 topics and a learner with 300 FSRS review
+cards (each reviewed a few times over the past 120 days, so some are due) and 5,000 attempts
+over the same days, with an interview date 30 days ahead (so the dashboard computes the
+forecast and its day-by-day plan). Then starts `ddpdrill serve` (no verify workers) and measures:
+
+- the dashboard page, GET /dashboard (HTML, with all charts and the forecast), 100 requests;
+- the Review page, GET /review (the most overdue card with its answer form), 200 requests;
+- (no target) the forecast's day-by-day plan, GET /dashboard/plan, which the dashboard
+  loads after itself because it simulates FSRS forward for 30 days;
+- a mock-interview answer, POST /api/v1/mock-interviews/{id}/answers, 200 answers (a new
+  interview is started, untimed, whenever one runs out of questions).
+
+Targets on a 2-core machine: dashboard p50 <= 50 ms, review p50 <= 30 ms, mock answer p50 <= 30 ms.
+Usage: .venv/bin/python benchmarks/learner_pages.py [--postgresql URL]
+(PostgreSQL: the benchmark works in a schema of its own, dropped at the end.)
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import random
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from urllib.parse import quote
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from fsrs import Card, Rating  # noqa: E402
+from sqlalchemy import create_engine, insert, select, text  # noqa: E402
+
+from app.db import make_engine, make_sessionmaker  # noqa: E402
+from app.identity import LEARNER_COOKIE, signed_learner  # noqa: E402
+from app.migrate import upgrade  # noqa: E402
+from app.practice.models import Attempt, Learner, LearnerGoal, ReviewCard  # noqa: E402
+from app.practice.review import SCHEDULER  # noqa: E402
+from app.questions.bank import load_bank  # noqa: E402
+from app.questions.models import Question  # noqa: E402
+from app.questions.service import import_bank  # noqa: E402
+
+TOPICS = 6
+QUESTIONS = 300
+ATTEMPTS = 5000
+DAYS = 120
+SECRET = "bench-secret-" + uuid.uuid4().hex
+
+
+def write_bank(root: Path) -> None:
+    for t in range(TOPICS):
+        folder = root / f"topic-{t}"
+        folder.mkdir(parents=True)
+        (folder / "_topic.yaml").write_text(f"title: Topic {t}\ndescription: Generated.\n")
+    for i in range(QUESTIONS):
+        t = i % TOPICS
+        (root / f"topic-{t}" / f"q-{i}.yaml").write_text(
+            f"slug: q-{i}\ntopic: topic-{t}\ntitle: Generated question {i}\n"
+            f"difficulty: {1 + i % 3}\ntype: single\nprompt: Which one, {i}?\n"
+            "choices:\n  - text: the first\n    correct: true\n  - text: the second\n"
+            "  - text: the third\nexplanation: Because it is generated.\n")
+
+
+def seed(url: str, learner: str) -> None:
+    upgrade(url)
+    bank_dir = Path(tempfile.mkdtemp(prefix="ddpdrill-bench-bank-"))
+    write_bank(bank_dir)
+    bank = load_bank(bank_dir)
+    assert bank.ok, bank.errors[:3]
+    engine = make_engine(url)
+    factory = make_sessionmaker(engine)
+    rng = random.Random(7)
+    now = datetime.now(UTC)
+    with factory.begin() as s:
+        import_bank(db_session=s, bank=bank)
+    with factory.begin() as s:
+        questions = list(s.execute(select(Question.id, Question.current_revision_id)))
+        s.add(Learner(id=learner))
+        s.flush()
+        cards = []
+        for qid, _rev in questions:
+            at = now - timedelta(days=rng.uniform(5, DAYS))
+            card = Card(card_id=qid, due=at)
+            for _ in range(rng.randint(1, 4)):
+                card, _log = SCHEDULER.review_card(
+                    card, rng.choice([Rating.Again, Rating.Good, Rating.Good, Rating.Easy]),
+                    review_datetime=at)
+                at = min(now, max(at, card.due) + timedelta(hours=rng.uniform(0, 48)))
+            cards.append({"learner_id": learner, "question_id": qid, "card": card.to_dict(),
+                          "due": card.due, "reps": 3, "last_review": card.last_review})
+        s.execute(insert(ReviewCard), cards)
+        attempts = []
+        for _ in range(ATTEMPTS):
+            qid, rev = rng.choice(questions)
+            correct = rng.random() < 0.7
+            attempts.append({"learner_id": learner, "question_id": qid, "revision_id": rev,
+                             "answer": "a" if correct else "b", "score": 1.0 if correct else 0.0,
+                             "correct": correct, "time_taken_ms": rng.randint(5_000, 90_000),
+                             "confidence": rng.choice([None, "guessing", "unsure", "sure"]),
+                             "created_at": now - timedelta(days=rng.uniform(0, DAYS))})
+        s.execute(insert(Attempt), attempts)
+        s.add(LearnerGoal(learner_id=learner, interview_date=(now + timedelta(days=30)).date(),
+                          target=0.9))
+    engine.dispose()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class Client:
+    def __init__(self, port: int, cookie: str) -> None:
+        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        self.cookie = cookie
+
+    def request(self, method: str, path: str, body: dict | None = None) -> tuple[int, bytes]:
+        headers = {"Cookie": self.cookie, "Content-Type": "application/json"}
+        self.conn.request(method, path, body=json.dumps(body) if body is not None else None,
+                          headers=headers)
+        resp = self.conn.getresponse()
+        return resp.status, resp.read()
+
+
+def pct(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
+
+
+def timed(fn, n: int) -> list[float]:  # type: ignore[no-untyped-def]
+    out = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        fn()
+        out.append((time.perf_counter() - t0) * 1000)
+    return out
+
+
+def run(url: str, label: str) -> bool:
+    learner = str(uuid.uuid4())
+    t0 = time.perf_counter()
+    seed(url, learner)
+    print(f"[{label}] seeded 300 questions, 300 cards, 5000 attempts in "
+          f"{time.perf_counter() - t0:.1f} s")
+    tmp = Path(tempfile.mkdtemp(prefix="ddpdrill-bench-"))
+    port = free_port()
+    env = {**os.environ, "DDPDRILL_DATA_DIR": str(tmp / "data"),
+           "DDPDRILL_DATABASE_URL": url, "DDPDRILL_WORKERS": "0",
+           "DDPDRILL_SECRET_KEY": SECRET, "DDPDRILL_LOAD_BANK_ON_START": "false"}
+    server = subprocess.Popen([sys.executable, "-m", "app.cli", "serve", "--port", str(port)],
+                              cwd=REPO, env=env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    cookie = f"{LEARNER_COOKIE}={signed_learner(SECRET, learner)}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                client = Client(port, cookie)
+                if client.request("GET", "/healthz")[0] == 200:
+                    break
+            except (OSError, http.client.HTTPException):
+                pass
+            if time.monotonic() > deadline:
+                raise TimeoutError("server did not start")
+            time.sleep(0.1)
+
+        def dashboard() -> None:
+            status, body = client.request("GET", "/dashboard")
+            assert status == 200 and b'id="forecast"' in body, status
+
+        def review_page() -> None:
+            status, body = client.request("GET", "/review")
+            assert status == 200 and b"answer-form" in body, status
+
+        state: dict[str, object] = {"mock": None, "left": []}
+
+        def new_mock() -> None:
+            status, body = client.request("POST", "/api/v1/mock-interviews", {"minutes": 45})
+            assert status == 201, (status, body[:200])
+            m = json.loads(body)
+            state["mock"], state["left"] = m["id"], [i["position"] for i in m["items"]]
+
+        def mock_answer() -> None:
+            position = state["left"].pop(0)  # type: ignore[attr-defined]
+            status, body = client.request("POST", f"/api/v1/mock-interviews/{state['mock']}/answers",
+                                          {"position": position, "answer": "a",
+                                           "confidence": "sure"})
+            assert status == 201, (status, body[:200])
+
+        def plan() -> None:
+            status, body = client.request("GET", "/dashboard/plan")
+            assert status == 200 and b'class="plan"' in body, status
+
+        for fn in (dashboard, review_page):  # warm up: first requests pay for imports
+            timed(fn, 5)
+        dash = timed(dashboard, 100)
+        rev = timed(review_page, 200)
+        plans = timed(plan, 30)
+        answers: list[float] = []
+        while len(answers) < 200:
+            if not state["left"]:
+                new_mock()
+            answers.extend(timed(mock_answer, 1))
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
+    ok = True
+    for name, values, target in (("dashboard GET /dashboard", dash, 50),
+                                 ("review page GET /review", rev, 30),
+                                 ("mock answer POST .../answers", answers, 30)):
+        p50, p99 = pct(values, 50), pct(values, 99)
+        ok &= p50 <= target
+        print(f"[{label}] {name}: p50 {p50:.1f} ms, p99 {p99:.1f} ms (n={len(values)}); "
+              f"p50 / target {target} ms = {p50 / target:.2f}")
+    print(f"[{label}] (no target) the 30-day plan the dashboard loads after itself, "
+          f"GET /dashboard/plan: p50 {pct(plans, 50):.1f} ms (n={len(plans)})")
+    return ok
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--postgresql", help="a PostgreSQL URL to measure on as well")
+    args = parser.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="ddpdrill-bench-db-"))
+    ok = run(f"sqlite:///{tmp / 'bench.db'}", "sqlite")
+    if args.postgresql:
+        schema = f"bench_{uuid.uuid4().hex[:10]}"
+        admin = create_engine(args.postgresql)
+        with admin.begin() as conn:
+            conn.execute(text(f'CREATE SCHEMA "{schema}"'))
+        sep = "&" if "?" in args.postgresql else "?"
+        url = f"{args.postgresql}{sep}options={quote(f'-csearch_path={schema}')}"
+        try:
+            ok &= run(url, "postgresql")
+        finally:
+            with admin.begin() as conn:
+                conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
+            admin.dispose()
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
