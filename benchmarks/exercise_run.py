@@ -15,9 +15,7 @@ from __future__ import annotations
 
 import argparse
 import http.client
-import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -25,35 +23,14 @@ import tempfile
 import time
 from pathlib import Path
 
+from _http import JsonClient, free_port
+
 REPO = Path(__file__).resolve().parent.parent
 TARGET_P50_MS = 200.0
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-class Learner:
-    """One browser's worth of HTTP: a keep-alive connection and its learner cookie."""
-
-    def __init__(self, port: int) -> None:
-        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-        self.cookie = ""
-
-    def request(self, method: str, path: str, body: dict | None = None) -> tuple[int, dict]:
-        headers = {"Content-Type": "application/json"}
-        if self.cookie:
-            headers["Cookie"] = self.cookie
-        self.conn.request(method, path, body=json.dumps(body) if body is not None else None,
-                          headers=headers)
-        resp = self.conn.getresponse()
-        data = resp.read()
-        cookie = resp.getheader("set-cookie")
-        if cookie and not self.cookie:
-            self.cookie = cookie.split(";")[0]
-        return resp.status, json.loads(data) if data else {}
+class Learner(JsonClient):
+    """A new learner (no cookie yet), so its run is never a cache hit."""
 
     def run(self, slug: str, code: str, timeout: float = 60) -> dict:
         status, started = self.request("POST", f"/api/v1/exercises/{slug}/run", {"code": code})

@@ -24,7 +24,6 @@ import http.client
 import json
 import os
 import random
-import socket
 import subprocess
 import sys
 import tempfile
@@ -33,6 +32,8 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from urllib.parse import quote
+
+from _http import JsonClient, free_port
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -113,25 +114,6 @@ def seed(url: str, learner: str) -> None:
     engine.dispose()
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-class Client:
-    def __init__(self, port: int, cookie: str) -> None:
-        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-        self.cookie = cookie
-
-    def request(self, method: str, path: str, body: dict | None = None) -> tuple[int, bytes]:
-        headers = {"Cookie": self.cookie, "Content-Type": "application/json"}
-        self.conn.request(method, path, body=json.dumps(body) if body is not None else None,
-                          headers=headers)
-        resp = self.conn.getresponse()
-        return resp.status, resp.read()
-
-
 def pct(values: list[float], p: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
@@ -165,8 +147,8 @@ def run(url: str, label: str) -> bool:
         deadline = time.monotonic() + 60
         while True:
             try:
-                client = Client(port, cookie)
-                if client.request("GET", "/healthz")[0] == 200:
+                client = JsonClient(port, cookie)
+                if client.request_raw("GET", "/healthz")[0] == 200:
                     break
             except (OSError, http.client.HTTPException):
                 pass
@@ -175,30 +157,30 @@ def run(url: str, label: str) -> bool:
             time.sleep(0.1)
 
         def dashboard() -> None:
-            status, body = client.request("GET", "/dashboard")
+            status, body = client.request_raw("GET", "/dashboard")
             assert status == 200 and b'id="forecast"' in body, status
 
         def review_page() -> None:
-            status, body = client.request("GET", "/review")
+            status, body = client.request_raw("GET", "/review")
             assert status == 200 and b"answer-form" in body, status
 
         state: dict[str, object] = {"mock": None, "left": []}
 
         def new_mock() -> None:
-            status, body = client.request("POST", "/api/v1/mock-interviews", {"minutes": 45})
+            status, body = client.request_raw("POST", "/api/v1/mock-interviews", {"minutes": 45})
             assert status == 201, (status, body[:200])
             m = json.loads(body)
             state["mock"], state["left"] = m["id"], [i["position"] for i in m["items"]]
 
         def mock_answer() -> None:
             position = state["left"].pop(0)  # type: ignore[attr-defined]
-            status, body = client.request("POST", f"/api/v1/mock-interviews/{state['mock']}/answers",
+            status, body = client.request_raw("POST", f"/api/v1/mock-interviews/{state['mock']}/answers",
                                           {"position": position, "answer": "a",
                                            "confidence": "sure"})
             assert status == 201, (status, body[:200])
 
         def plan() -> None:
-            status, body = client.request("GET", "/dashboard/plan")
+            status, body = client.request_raw("GET", "/dashboard/plan")
             assert status == 200 and b'class="plan"' in body, status
 
         for fn in (dashboard, review_page):  # warm up: first requests pay for imports

@@ -20,7 +20,6 @@ import argparse
 import asyncio
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -28,6 +27,8 @@ import time
 import urllib.request
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+
+from _http import free_port
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -51,12 +52,6 @@ class Body(BaseModel):
 def bare(body: Body) -> dict[str, object]:
     return {"answer": body.answer, "correct": True}
 '''
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def wait_up(url: str, proc: subprocess.Popen[bytes]) -> None:

@@ -16,15 +16,15 @@ Usage: .venv/bin/python benchmarks/verify_service.py
 from __future__ import annotations
 
 import http.client
-import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from _http import JsonClient, free_port
 
 REPO = Path(__file__).resolve().parent.parent
 SLUG = "bench-ddp-step"
@@ -51,6 +51,9 @@ choices:
     correct: true
   - text: "no"
 explanation: Benchmark only.
+explained:
+  a: a benchmark question; its run is timed, not graded
+  b: a benchmark question; its run is timed, not graded
 verify:
   snippet: bench_step.py
   knobs:
@@ -63,30 +66,7 @@ verify:
 """
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-class Client:
-    def __init__(self, port: int) -> None:
-        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-        self.cookie = ""
-
-    def request(self, method: str, path: str, body: dict | None = None) -> tuple[int, dict]:
-        headers = {"Content-Type": "application/json"}
-        if self.cookie:
-            headers["Cookie"] = self.cookie
-        self.conn.request(method, path, body=json.dumps(body) if body is not None else None,
-                          headers=headers)
-        resp = self.conn.getresponse()
-        data = resp.read()
-        cookie = resp.getheader("set-cookie")
-        if cookie and not self.cookie:
-            self.cookie = cookie.split(";")[0]
-        return resp.status, json.loads(data) if data else {}
-
+class Client(JsonClient):
     def verify(self, seed: int) -> dict:
         status, body = self.request("POST", f"/api/v1/questions/{SLUG}/verify",
                                     {"params": {"seed": seed}})
