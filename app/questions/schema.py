@@ -180,6 +180,19 @@ class BucketOrderCheck(Strict):
     indices: list[int]
 
 
+class BucketOverlapCheck(Strict):
+    """These buckets start reducing while backward is still computing gradients.
+
+    Causal, not a timing race: DDP launches a bucket from the autograd thread as soon as
+    its gradients are ready, before backward goes on to earlier layers. So a bucket
+    holding any but the first layer starts before the iteration's last gradient.
+    """
+
+    rank: int = 0
+    iteration: int
+    buckets: list[int] = Field(min_length=1)
+
+
 class Expectation(Strict):
     """One declarative check on a measured run; exactly one check field is set.
 
@@ -205,10 +218,12 @@ class Expectation(Strict):
     error: ErrorCheck | None = None
     bucket_count: BucketCountCheck | None = None
     bucket_order: BucketOrderCheck | None = None
+    bucket_overlap: BucketOverlapCheck | None = None
 
     @model_validator(mode="after")
     def _exactly_one(self) -> Expectation:
-        names = ("value", "outcome", "blocked", "error", "bucket_count", "bucket_order")
+        names = ("value", "outcome", "blocked", "error", "bucket_count", "bucket_order",
+                 "bucket_overlap")
         set_ = [n for n in names if getattr(self, n) is not None]
         if len(set_) != 1:
             raise ValueError(f"an expectation needs exactly one of {', '.join(names)}; got {set_ or 'none'}")

@@ -122,10 +122,34 @@ def check(exp: Expectation, result: RunResult) -> CheckResult:
         where = f"rank {c.rank}" + (f", iteration {c.iteration}" if c.iteration is not None else "")
         return CheckResult(label, n == c.count, f"{_reductions(c.count)} on {where}", _reductions(n))
 
+    if exp.bucket_overlap is not None:
+        return _overlap(label, exp.bucket_overlap.rank, exp.bucket_overlap.iteration,
+                        exp.bucket_overlap.buckets, result)
+
     assert exp.bucket_order is not None
     o = exp.bucket_order
     order = [b.index for b in result.bucket_reductions(o.rank, o.iteration)]
     return CheckResult(label, order == o.indices, f"bucket order {o.indices}", f"bucket order {order}")
+
+
+def _overlap(label: str, rank: int, iteration: int, buckets: list[int],
+             result: RunResult) -> CheckResult:
+    """Each named bucket started reducing before the iteration's last gradient was ready."""
+    where = f"rank {rank}, iteration {iteration}"
+    expected = (f"bucket{'s' if len(buckets) > 1 else ''} {', '.join(map(str, buckets))} start "
+                f"reducing before backward compute ends ({where})")
+    measured_rank = result.rank_or_none(rank)
+    events = measured_rank.events if measured_rank is not None else []
+    ready = [float(e.get("t_ms", 0.0)) for e in events
+             if e.get("kind") == "grad_ready" and e.get("iteration") == iteration]
+    starts = {b.index: b.reduce_start_ms for b in result.bucket_reductions(rank, iteration)}
+    if not ready or any(i not in starts for i in buckets):
+        return CheckResult(label, False, expected, "no bucket timeline for that iteration")
+    compute_end = max(ready)
+    measured = "; ".join(f"bucket {i} at {starts[i]:.2f} ms" for i in buckets)
+    passed = all(starts[i] < compute_end for i in buckets)
+    return CheckResult(label, passed, expected,
+                       f"{measured}; the last gradient was ready at {compute_end:.2f} ms")
 
 
 def _numeric(value: Any) -> bool:

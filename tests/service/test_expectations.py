@@ -112,3 +112,17 @@ def test_when_on_world_size() -> None:
 )
 def test_close_compares_nested_numbers(measured: Any, expected: Any, ok: bool) -> None:
     assert close(measured, expected, 1e-6) is ok
+
+
+def test_bucket_overlap_compares_each_reduction_start_with_the_last_gradient() -> None:
+    events = [{"kind": "grad_ready", "t_ms": t, "iteration": 1, "param": p, "ddp": 0}
+              for t, p in ((4.0, "b"), (10.0, "a"))]
+    res = result(rank0_events=events,
+                 buckets=[bucket(0, 1, 0, 5.0), bucket(0, 1, 1, 11.0)])
+    overlapped = check(exp(bucket_overlap={"rank": 0, "iteration": 1, "buckets": [0]}), res)
+    assert overlapped.passed and "bucket 0 at 5.00 ms" in overlapped.measured
+    assert "10.00 ms" in overlapped.measured
+    exposed = check(exp(bucket_overlap={"rank": 0, "iteration": 1, "buckets": [0, 1]}), res)
+    assert not exposed.passed
+    missing = check(exp(bucket_overlap={"rank": 0, "iteration": 2, "buckets": [0]}), res)
+    assert not missing.passed and missing.measured == "no bucket timeline for that iteration"
