@@ -65,6 +65,11 @@ RUN_UID_BASE = 100_000
 # The per-run scratch tmpfs before the run's own limit is known (a spare leader mounts it early).
 DEFAULT_SCRATCH_BYTES = 64 * 2**20
 SCRATCH_DIR = "/tmp"
+# Python directories that live under SCRATCH_DIR on the host (an install or checkout in
+# /tmp) are bound here read-only, and bound again into every scratch tmpfs mounted over
+# SCRATCH_DIR, so that /tmp stays each run's own and the interpreter still finds them.
+_TMP_STASH = "/.host-tmp"
+_tmp_binds: list[str] = []
 SCRATCH_INODES = 4096
 HOSTNAME = "ddpdrill-sandbox"
 ALL_NAMESPACES = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS
@@ -201,6 +206,7 @@ def enter(sock: socket.socket, app_dir: Path) -> None:
             # directory); each run mounts its own over it.
             mount("tmpfs", SCRATCH_DIR, "tmpfs", MS_NOSUID | MS_NODEV,
                   "size=1m,nr_inodes=256,mode=0700")
+            _rebind_tmp()
             _loopback_up()
             host = HOSTNAME.encode()
             _check(_libc.sethostname(host, len(host)), "sethostname")
@@ -261,7 +267,10 @@ def _build_root(app_dir: Path) -> None:
 
     def bind(path: str, *, devices: bool = False) -> None:
         source = "/oldroot" + path
-        target = new + path
+        under_tmp = path == SCRATCH_DIR or path.startswith(SCRATCH_DIR + "/")
+        target = new + (_TMP_STASH + path if under_tmp else path)
+        if under_tmp:
+            _tmp_binds.append(path)
         if os.path.islink(source):
             os.makedirs(os.path.dirname(target), exist_ok=True)
             os.symlink(os.readlink(source), target)
@@ -322,6 +331,15 @@ def _build_root(app_dir: Path) -> None:
     mount(None, "/", None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
 
 
+def _rebind_tmp() -> None:
+    """Show the stashed host directories under SCRATCH_DIR again, read-only, inside the
+    tmpfs just mounted there (see _TMP_STASH)."""
+    for path in _tmp_binds:
+        os.makedirs(path, exist_ok=True)
+        mount(_TMP_STASH + path, path, None, MS_BIND | MS_REC)
+        mount(None, path, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+
+
 def _loopback_up() -> None:
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
         import fcntl
@@ -366,6 +384,7 @@ def enter_run(leader_pid: int, scratch_bytes: int = DEFAULT_SCRATCH_BYTES) -> No
     _loopback_up()
     mount("tmpfs", SCRATCH_DIR, "tmpfs", MS_NOSUID | MS_NODEV,
           f"size={scratch_bytes},nr_inodes={SCRATCH_INODES},mode=0700,uid={uid},gid={uid}")
+    _rebind_tmp()
 
 
 def resize_scratch(scratch_bytes: int) -> None:
