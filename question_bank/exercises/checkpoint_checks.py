@@ -1,4 +1,5 @@
 import glob as _glob
+import os as _os
 
 import torch as _torch
 import torch.distributed as _dist
@@ -9,5 +10,6 @@ _w0 = _w.clone()
 _dist.broadcast(_w0, src=0)
 report("resumed_rank0_weights", bool(_torch.equal(_w, _w0)))
 _dist.barrier()
-report("checkpoint_files", len([f for f in _glob.glob("*") if not f.endswith(".py")
-                                and not f.startswith("stack")]))
+# Files only: the scratch folder may also hold read-only mount points of the install.
+report("checkpoint_files", len([f for f in _glob.glob("*") if _os.path.isfile(f)
+                                and not f.endswith(".py") and not f.startswith("stack")]))
