@@ -11,7 +11,7 @@ from fastapi.responses import JSONResponse
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.deps import ClockDep, CurrentLearner, SessionDep
+from app.deps import API_BUSY, ClockDep, CommittingRoute, CurrentLearner, SessionDep
 from app.practice import mock, progress
 from app.practice.grading import InvalidAnswer
 from app.practice.models import MockInterview
@@ -36,7 +36,8 @@ from app.practice.progress_schemas import (
 from app.practice.service import AlreadyAnswered
 from app.questions.models import Question
 
-router = APIRouter(prefix="/api/v1", tags=["progress and mock interviews"])
+router = APIRouter(prefix="/api/v1", tags=["progress and mock interviews"], responses=API_BUSY,
+                   route_class=CommittingRoute)
 
 
 @router.get("/dashboard", response_model=DashboardOut)

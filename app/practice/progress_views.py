@@ -10,7 +10,16 @@ from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import RedirectResponse, Response
 from sqlalchemy.orm import Session
 
-from app.deps import CSRF, ClockDep, CurrentLearner, FormDep, SessionDep, is_htmx
+from app.deps import (
+    CSRF,
+    ClockDep,
+    CommittingRoute,
+    CurrentLearner,
+    FormDep,
+    SessionDep,
+    WriteSessionDep,
+    is_htmx,
+)
 from app.practice import mock, progress
 from app.practice.grading import MULTI_RULE, InvalidAnswer, tolerance_text
 from app.practice.models import MockInterview
@@ -21,7 +30,7 @@ from app.render.charts import Bar, bar_chart, heatmap, line_chart
 from app.templating import templates
 from app.verify.service import latest_verdict
 
-router = APIRouter(include_in_schema=False)
+router = APIRouter(include_in_schema=False, route_class=CommittingRoute)
 
 
 def _mock_or_404(db_session: Session, mock_id: str, learner_id: str) -> MockInterview:
@@ -80,7 +89,7 @@ def _question_ctx(db_session: Session, m: MockInterview, position: int | None,
 
 
 @router.get("/mock/{mock_id}")
-def mock_question(request: Request, mock_id: str, db_session: SessionDep,
+def mock_question(request: Request, mock_id: str, db_session: WriteSessionDep,
                   learner_id: CurrentLearner, clock: ClockDep) -> Response:
     """The next unanswered question with the time left; after the deadline (or once every
     question is answered) the interview finishes and this sends the learner to the report."""
@@ -148,7 +157,7 @@ def mock_bar(t: mock.TopicResult) -> Bar:
 
 
 @router.get("/mock/{mock_id}/report")
-def mock_report(request: Request, mock_id: str, db_session: SessionDep,
+def mock_report(request: Request, mock_id: str, db_session: WriteSessionDep,
                 learner_id: CurrentLearner, clock: ClockDep) -> Response:
     m = _mock_or_404(db_session, mock_id, learner_id)
     mock.finish_if_over(db_session=db_session, mock=m, now=clock.now())
