@@ -122,3 +122,13 @@ def import_folder(session_factory: sessionmaker[Session], folder: Path) -> Impor
     assert bank.ok, [str(e) for e in bank.errors]
     with session_factory.begin() as session:
         return import_bank(db_session=session, bank=bank)
+
+
+def run_async(main: Any) -> Any:
+    """asyncio.run(main()) on a thread of its own: a browser test earlier in the session may
+    still hold a running loop (Playwright's sync API) in the main thread."""
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(lambda: asyncio.run(main())).result()

@@ -17,7 +17,7 @@ from app.accounts.models import LoginAttempt
 from app.db import session_scope
 from app.middleware import AdmissionMiddleware
 from tests.classroom.conftest import Server
-from tests.factories import parse
+from tests.factories import parse, run_async
 from tests.loadclient import Client, csrf_of
 
 WRONG = "not the password"
@@ -92,7 +92,7 @@ def test_admission_refuses_past_capacity_with_503_and_retry_after() -> None:
         release.set()
         return [*(await asyncio.gather(*running)), await health], refused
 
-    served, refused = asyncio.run(main())
+    served, refused = run_async(main)
     assert [m[0]["status"] for m in served] == [200, 200, 200]
     assert refused[0]["status"] == 503
     assert (b"retry-after", b"1") in refused[0]["headers"]
@@ -136,7 +136,7 @@ def test_40_concurrent_wrong_passwords_get_no_more_tries_than_the_limit(
         finally:
             await asyncio.gather(*(c.close() for c in clients))
 
-    statuses = asyncio.run(main())
+    statuses = run_async(main)
     # 503 (busy, retry) is an acceptable answer on a starved machine; a 500 or a 401
     # beyond the limit is not.
     assert set(statuses) <= {401, 429, 503}

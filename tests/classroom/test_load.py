@@ -24,7 +24,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from app.practice.models import Attempt, Quiz, QuizItem
 from app.verify.models import RUN_DONE, Run
 from tests.classroom.conftest import Server
-from tests.factories import FIXTURE, copy_bank, import_folder
+from tests.factories import FIXTURE, copy_bank, import_folder, run_async
 from tests.loadclient import Client, Reply, answer_fields, csrf_of
 from tests.service.conftest import wait_for
 
@@ -103,7 +103,7 @@ def test_64_concurrent_api_answers_all_succeed_and_are_stored_once(
         finally:
             await closing(clients)
 
-    replies = asyncio.run(main())
+    replies = run_async(main)
     assert [r.status for _, r in replies if r.status != 200] == []
     ids = [r.json()["attempt_id"] for _, r in replies]
     assert len(set(ids)) == 192
@@ -125,7 +125,7 @@ def test_16_concurrent_html_quiz_flows_complete_without_errors(
         finally:
             await closing(clients)
 
-    flows = asyncio.run(main())
+    flows = run_async(main)
     for _quiz_id, statuses in flows:
         assert statuses == [303, 303, 303, 200], statuses
     with session_factory() as s:
@@ -202,7 +202,7 @@ def test_healthz_answers_fast_while_answers_wait_for_the_database(
         finally:
             await closing([*quizzers, *api, probe])
 
-    latencies, replies = asyncio.run(main())
+    latencies, replies = run_async(main)
     assert len(latencies) >= 5
     assert statistics.median(latencies) < HEALTHZ_MEDIAN_S, latencies
     assert max(latencies) < HEALTHZ_MAX_S, latencies
@@ -262,7 +262,7 @@ def test_server_killed_during_answer_load_keeps_every_acknowledged_attempt_once(
         finally:
             await closing(clients)
 
-    replayed = asyncio.run(main())
+    replayed = run_async(main)
     assert len(acknowledged) >= 60
     for key, attempt_id in acknowledged.items():
         assert replayed[key] == attempt_id  # the acknowledged attempt survived the kill
@@ -295,7 +295,7 @@ def test_a_burst_of_fresh_verify_requests_is_queued_or_refused_and_every_accepte
         finally:
             await closing(clients)
 
-    replies = asyncio.run(main())
+    replies = run_async(main)
     assert {r.status for r in replies} <= {200, 429}, [r.status for r in replies]
     accepted = {r.json()["run_id"] for r in replies if r.status == 200}
     assert accepted
