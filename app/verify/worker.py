@@ -198,14 +198,17 @@ class Worker:
 
 def warm_engine(sandbox: bool = True) -> None:
     """Start the rank pool (of the sandboxed engine, or the unconfined one) before any run."""
-    try:
-        from app.verify.engine import get_engine
+    from app.verify.engine import EngineFailure, get_engine
 
+    try:
         # One trivial run forks the forkserver and imports torch in it.
         get_engine(sandbox=sandbox).run("pass", world_size=1)
-    except Exception:  # the first run will start it, or report the failure
+    except EngineFailure as exc:
+        # Shutting down while warming closes the pool under us: nothing went wrong. Any
+        # other engine failure is reported again, in full, by the first real run.
+        log.warning("warming the verify engine stopped: %s", exc)
+    except Exception:
         log.exception("warming the verify engine failed")
-
 
 
 def _fields(obj: Any) -> dict[str, Any]:
