@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import quote
 
@@ -39,6 +40,25 @@ def _pg_schema_url(base_url: str, schema: str) -> str:
     return f"{base_url}{sep}options={quote(f'-csearch_path={schema}')}"
 
 
+@contextmanager
+def scratch_pg_schema(prefix: str) -> Iterator[str]:
+    """A URL for a fresh, empty PostgreSQL schema (DDPDRILL_TEST_DATABASE_URL), dropped after."""
+    base = os.environ[PG_ENV]
+    schema = f"{prefix}_{uuid.uuid4().hex[:12]}"
+    admin = create_engine(base)
+    try:
+        with admin.begin() as conn:
+            conn.execute(text(f'CREATE SCHEMA "{schema}"'))
+    except Exception as exc:  # CI must not silently skip PostgreSQL
+        pytest.fail(f"PostgreSQL at {base} is unreachable: {exc}")
+    try:
+        yield _pg_schema_url(base, schema)
+    finally:
+        with admin.begin() as conn:
+            conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
+        admin.dispose()
+
+
 @pytest.fixture(scope="session", params=_backends())
 def database_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A migrated, empty database: an SQLite file, or a fresh PostgreSQL schema."""
@@ -48,20 +68,9 @@ def database_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPa
         upgrade(url)
         yield url
         return
-    base = os.environ[PG_ENV]
-    schema = f"t_{uuid.uuid4().hex[:12]}"
-    admin = create_engine(base)
-    try:
-        with admin.begin() as conn:
-            conn.execute(text(f'CREATE SCHEMA "{schema}"'))
-    except Exception as exc:  # CI must not silently skip PostgreSQL
-        pytest.fail(f"PostgreSQL at {base} is unreachable: {exc}")
-    url = _pg_schema_url(base, schema)
-    upgrade(url)
-    yield url
-    with admin.begin() as conn:
-        conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
-    admin.dispose()
+    with scratch_pg_schema("t") as url:
+        upgrade(url)
+        yield url
 
 
 @pytest.fixture(scope="session")

@@ -22,7 +22,6 @@ import subprocess
 import sys
 import time
 import urllib.request
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,7 +29,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import create_engine, text
 
-from tests.conftest import PG_ENV, _pg_schema_url
+from tests.conftest import PG_ENV, scratch_pg_schema
 from tests.factories import FIXTURE_BANK
 
 DDPDRILL = Path(sys.executable).parent / "ddpdrill"
@@ -118,22 +117,9 @@ def deployment(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Deplo
         env["DDPDRILL_DATABASE_URL"] = url
         yield Deployment("sqlite-url", home, url, env)
         return
-    base = os.environ[PG_ENV]
-    schema = f"cli_{uuid.uuid4().hex[:12]}"
-    admin = create_engine(base)
-    try:
-        with admin.begin() as conn:
-            conn.execute(text(f'CREATE SCHEMA "{schema}"'))
-    except Exception as exc:  # CI must not silently skip PostgreSQL
-        pytest.fail(f"PostgreSQL at {base} is unreachable: {exc}")
-    url = _pg_schema_url(base, schema)
-    env["DDPDRILL_DATABASE_URL"] = url
-    try:
+    with scratch_pg_schema("cli") as url:
+        env["DDPDRILL_DATABASE_URL"] = url
         yield Deployment("postgresql", home, url, env)
-    finally:
-        with admin.begin() as conn:
-            conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
-        admin.dispose()
 
 
 def _ok(result: subprocess.CompletedProcess[str]) -> str:
