@@ -9,7 +9,9 @@ import struct
 import torch
 import torch.distributed as dist
 
-TCPI_BYTES_SENT = 200  # offset of tcpi_bytes_sent in struct tcp_info (Linux 4.19+)
+# Offsets in struct tcp_info (Linux 4.19+). A retransmitted segment is counted again in
+# tcpi_bytes_sent, so we take tcpi_bytes_retrans off: bytes sent once.
+TCPI_BYTES_SENT, TCPI_BYTES_RETRANS = 200, 208
 libc = ctypes.CDLL(None, use_errno=True)
 
 
@@ -18,9 +20,10 @@ def bytes_sent(fd):
     size = ctypes.c_uint32(len(buf))
     if libc.getsockopt(fd, socket.IPPROTO_TCP, socket.TCP_INFO, buf, ctypes.byref(size)) != 0:
         return None
-    if size.value < TCPI_BYTES_SENT + 8:
+    if size.value < TCPI_BYTES_RETRANS + 8:
         return None
-    return struct.unpack_from("Q", buf.raw, TCPI_BYTES_SENT)[0]
+    sent, retrans = struct.unpack_from("QQ", buf.raw, TCPI_BYTES_SENT)
+    return sent - retrans
 
 
 def tcp_sockets():

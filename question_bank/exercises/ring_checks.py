@@ -16,9 +16,11 @@ def _bytes_sent(fd):
     size = _ctypes.c_uint32(len(buf))
     if _libc.getsockopt(fd, _socket.IPPROTO_TCP, _socket.TCP_INFO, buf, _ctypes.byref(size)) != 0:
         return None
-    if size.value < 208:
+    if size.value < 216:
         return None
-    return _struct.unpack_from("Q", buf.raw, 200)[0]
+    # tcpi_bytes_sent less tcpi_bytes_retrans: a resent segment is not sent twice.
+    _sent, _retrans = _struct.unpack_from("QQ", buf.raw, 200)
+    return _sent - _retrans
 
 
 def _sockets():

@@ -59,8 +59,11 @@ _ERROR_CHARS = 2000
 # How torch words an exception raised inside a Future.then() callback.
 _CALLBACK_ERROR = "Got the following error when running the callback"
 
-# struct tcp_info: tcpi_bytes_sent is a u64 at offset 200 (Linux 4.19+).
+# struct tcp_info: tcpi_bytes_sent and tcpi_bytes_retrans are u64s at offsets 200 and 208
+# (Linux 4.19+). Sent counts a retransmitted segment again; loopback drops packets when
+# many runs share it, so the retransmitted bytes are taken off.
 _TCPI_BYTES_SENT = 200
+_TCPI_BYTES_RETRANS = 208
 _TCP_INFO_LEN = 232
 
 
@@ -144,7 +147,8 @@ class GlooSockets:
 
     @staticmethod
     def _bytes_sent(fd: int, ino: int) -> int | None:
-        """The socket's tcpi_bytes_sent, or None if `fd` no longer is that socket."""
+        """The data bytes the socket has sent once (tcpi_bytes_sent less tcpi_bytes_retrans),
+        or None if `fd` no longer is that socket."""
         try:
             if os.fstat(fd).st_ino != ino:
                 return None
@@ -157,9 +161,10 @@ class GlooSockets:
             return None
         finally:
             sock.detach()
-        if len(info) < _TCPI_BYTES_SENT + 8:
+        if len(info) < _TCPI_BYTES_RETRANS + 8:
             return 0
-        return int(struct.unpack_from("Q", info, _TCPI_BYTES_SENT)[0])
+        sent, retrans = struct.unpack_from("QQ", info, _TCPI_BYTES_SENT)
+        return int(sent - retrans)
 
 
 def _payload(obj: Any) -> tuple[list[int] | None, str | None, int | None, int | None]:

@@ -1,0 +1,98 @@
+"""`bank verify` runs one run per core, and more only beside runs that wait.
+
+CpuAdmission is driven here by a fake clock and a fake /proc/stat: these are the
+decisions it makes, not the speed they buy (benchmarks and docs/performance.md).
+"""
+
+from __future__ import annotations
+
+from app.verify.audit import IDLE_WINDOW_S, WAITING_AFTER_S, CpuAdmission
+
+
+class Machine:
+    """A two-core machine whose idle time the test sets, tick by tick."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.idle = 0
+        self.total = 0
+
+    def clock(self) -> float:
+        return self.now
+
+    def sample(self) -> tuple[int, int]:
+        return self.idle, self.total
+
+    def run(self, seconds: float, idle_cores: float) -> None:
+        """Let `seconds` pass with `idle_cores` of the two cores idle (jiffies of 1 ms)."""
+        ticks = round(seconds * 1000)
+        self.now += seconds
+        self.total += 2 * ticks
+        self.idle += round(idle_cores * ticks)
+
+
+def admission(machine: Machine, floor: int = 2, ceiling: int = 8) -> CpuAdmission:
+    return CpuAdmission(floor, ceiling, cores=2, sample=machine.sample, clock=machine.clock)
+
+
+def test_one_run_per_core_starts_whatever_the_machine_is_doing() -> None:
+    machine = Machine()
+    gate = admission(machine)
+    machine.run(1.0, idle_cores=0.0)  # another program keeps both cores busy
+    first, second = gate.enter(), gate.enter()
+    assert first is not None and second is not None
+    assert gate.enter() is None
+    gate.leave(first)
+    assert gate.enter() is not None
+
+
+def test_a_third_run_starts_beside_two_that_only_wait() -> None:
+    machine = Machine()
+    gate = admission(machine)
+    tickets = [gate.enter(), gate.enter()]
+    assert None not in tickets
+    machine.run(0.1, idle_cores=0.0)  # the two runs start up
+    assert gate.enter() is None  # still young: they may be computing
+    machine.run(WAITING_AFTER_S, idle_cores=2.0)  # then both block in a collective
+    assert gate.enter() is not None
+    assert gate.running == 3
+
+
+def test_runs_that_keep_computing_keep_the_count_at_one_per_core() -> None:
+    machine = Machine()
+    gate = admission(machine)
+    gate.enter(), gate.enter()
+    for _ in range(20):
+        machine.run(IDLE_WINDOW_S, idle_cores=0.1)
+        assert gate.enter() is None
+    assert gate.running == 2 and gate.peak == 2
+
+
+def test_runs_beside_waiting_ones_are_at_most_one_per_core_at_a_time() -> None:
+    machine = Machine()
+    gate = admission(machine)
+    gate.enter(), gate.enter()
+    machine.run(WAITING_AFTER_S + 0.1, idle_cores=2.0)  # both wait
+    assert gate.enter() is not None and gate.enter() is not None
+    # Two young runs are computing now: a fifth waits until one of them is old or gone.
+    assert gate.enter() is None
+    assert gate.running == 4
+
+
+def test_never_more_than_the_ceiling() -> None:
+    machine = Machine()
+    gate = admission(machine, ceiling=3)
+    gate.enter(), gate.enter()
+    machine.run(1.0, idle_cores=2.0)
+    assert gate.enter() is not None
+    machine.run(1.0, idle_cores=2.0)
+    assert gate.enter() is None
+    assert gate.peak == 3
+
+
+def test_without_a_reading_of_the_cores_only_one_run_per_core() -> None:
+    machine = Machine()
+    gate = CpuAdmission(2, 8, cores=2, sample=lambda: None, clock=machine.clock)
+    gate.enter(), gate.enter()
+    machine.run(5.0, idle_cores=2.0)
+    assert gate.enter() is None
