@@ -68,7 +68,9 @@ class BufferedBodyMiddleware:
                     return True
 
         try:
-            complete = await asyncio.wait_for(read_all(), self.timeout_s)
+            # asyncio.timeout, not wait_for: no task of its own per request.
+            async with asyncio.timeout(self.timeout_s):
+                complete = await read_all()
         except TimeoutError:
             await _reject(send, 408, "The request body did not arrive in time.")
             return
@@ -125,11 +127,16 @@ class AdmissionMiddleware:
         if scope["type"] != "http" or scope["path"].startswith(ADMISSION_EXEMPT_PREFIXES):
             await self.app(scope, receive, send)
             return
-        try:
-            await asyncio.wait_for(self.slots.acquire(), self.wait_s)
-        except TimeoutError:
-            await overloaded(send)
-            return
+        if self.slots.locked():  # at capacity: wait for a slot, a bounded time
+            try:
+                async with asyncio.timeout(self.wait_s):
+                    await self.slots.acquire()
+            except TimeoutError:
+                await overloaded(send)
+                return
+        else:
+            await self.slots.acquire()  # a free slot: taken at once, no timer
+
         try:
             await self.app(scope, receive, send)
         finally:

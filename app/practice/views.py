@@ -124,7 +124,7 @@ def _published_or_404(db_session: Any, slug: str) -> Question:
 
 def _topic_nav(db_session: Session, question: Question) -> dict[str, Any]:
     """The question's topic (for the back link) and the next question in it, if any."""
-    in_topic = questions_service.list_published(db_session=db_session, topics=[question.topic])
+    in_topic = questions_service.topic_sequence(db_session=db_session, topic=question.topic)
     slugs = [q.slug for q in in_topic]
     position = slugs.index(question.slug) if question.slug in slugs else -1
     following = in_topic[position + 1] if 0 <= position < len(in_topic) - 1 else None
