@@ -236,9 +236,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @app.exception_handler(OperationalError)
     @app.exception_handler(sqlite3.OperationalError)  # raised by our own writer lock
     async def database_busy(request: Request, exc: Exception) -> Response:
-        # SQLite stayed locked past our wait, or no pool connection came free in time:
-        # the request did nothing, so the client may simply retry.
-        if isinstance(exc, OperationalError | sqlite3.OperationalError) and not _busy(exc):
+        # SQLite stayed locked past our wait, no pool connection came free in time, or the
+        # database dropped the connection (a PostgreSQL restart; the pool has discarded the
+        # old connections): the request did nothing, so the client may simply retry.
+        if isinstance(exc, OperationalError | sqlite3.OperationalError) and not _busy(exc) \
+                and not getattr(exc, "connection_invalidated", False):
             raise exc
         logging.getLogger("ddpdrill").warning("database busy on %s: %s", request.url.path, exc)
         return error_page(request, 503, "The server is busy; try again in a moment.",

@@ -159,6 +159,11 @@ class Timings:
     seconds: list[float] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
 
+    @classmethod
+    def pooled(cls, parts: list[Timings]) -> Timings:
+        """One Timings holding every request of `parts` (rounds of the same workload)."""
+        return cls([s for t in parts for s in t.seconds], [e for t in parts for e in t.errors])
+
     def percentile(self, p: float) -> float:
         if not self.seconds:
             return float("nan")
