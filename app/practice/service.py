@@ -138,6 +138,19 @@ def _insert_attempt(db_session: Session, attempt: Attempt) -> None:
         db_session.flush()
 
 
+def _insert_tokened(db_session: Session, attempt: Attempt) -> Attempt | None:
+    """Insert an attempt that carries a replay token; if a concurrent request stored the
+    same token first, that request's attempt (and this one is not stored)."""
+    try:
+        _insert_attempt(db_session, attempt)
+    except IntegrityError:
+        winner = db_session.scalar(select(Attempt).where(Attempt.token == attempt.token))
+        if winner is None:
+            raise
+        return winner
+    return None
+
+
 def answer_item(
     *, db_session: Session, learner_id: str, item: QuizItem, raw_answer: Any,
     confidence: str | None = None, now: datetime | None = None,
@@ -213,14 +226,8 @@ def answer_question(
         # Nothing unique to collide with, so no savepoint (two statements fewer).
         db_session.add(attempt)
         db_session.flush()
-    else:
-        try:
-            _insert_attempt(db_session, attempt)
-        except IntegrityError:
-            winner = db_session.scalar(select(Attempt).where(Attempt.token == token))
-            if winner is None:
-                raise
-            raise AlreadyAnswered(winner) from None
+    elif (winner := _insert_tokened(db_session, attempt)) is not None:
+        raise AlreadyAnswered(winner)
     review.record_review(db_session=db_session, attempt=attempt, confidence=attempt.confidence,
                          now=now or utcnow())
     return attempt, result
@@ -244,12 +251,7 @@ def record_exercise_pass(
     attempt = Attempt(learner_id=learner_id, question_id=question_id, revision_id=revision_id,
                       token=key, answer={"code": code}, score=1.0, correct=True,
                       time_taken_ms=None, created_at=now)
-    try:
-        _insert_attempt(db_session, attempt)
-    except IntegrityError:
-        winner = db_session.scalar(select(Attempt).where(Attempt.token == key))
-        if winner is None:
-            raise
+    if (winner := _insert_tokened(db_session, attempt)) is not None:
         return winner
     # Like any answer, a solved exercise schedules its review card.
     review.record_review(db_session=db_session, attempt=attempt, confidence=None, now=now)
