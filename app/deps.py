@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Annotated, Any
 
-import anyio
 from fastapi import Depends, HTTPException, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.routing import APIRoute
@@ -20,6 +19,7 @@ from app.accounts.models import User
 from app.accounts.sessions import read_session
 from app.clock import Clock
 from app.csrf import require_csrf
+from app.db import session_scope
 from app.practice.learners import account_learner_id
 from app.settings import Settings
 
@@ -31,58 +31,38 @@ READ_METHODS = {"GET", "HEAD", "OPTIONS"}
 _SESSIONS = "db_sessions"
 
 
-async def _request_session(request: Request, factory: sessionmaker[Session]) -> AsyncIterator[Session]:
-    """One session per request, made on the event loop (that is no I/O: a session connects
-    on its first statement, which a view or dependency runs in a pool thread).
+def _request_session(request: Request, factory: sessionmaker[Session]) -> Iterator[Session]:
+    """One session per request, committed when the view returns and rolled back on error.
 
-    A dependency that is a plain `def` would cost every request two extra thread
-    hand-offs (in and out) on top of the view's own, about a fifth of a cheap
-    request's CPU; the view's thread commits instead (commit_when_done). Whatever is
-    still open when the response is done (a view that raised before its thread could
-    finish, an async view) is finished here, in a pool thread, never on the loop.
+    A plain generator, entered and left in pool threads. (An async one, made on the
+    loop, spared two thread hand-offs per request; but when a later dependency refused
+    the request, CSRF say, the answer could reach the client before the async exit's
+    rollback had run, and that transaction kept SQLite's writer until the generator was
+    garbage-collected.) The view's own thread commits (commit_when_done); whatever is
+    still open is finished here.
     """
-    session = factory()
     sessions: list[Session] | None = getattr(request.state, _SESSIONS, None)
     if sessions is None:
         sessions = []
         setattr(request.state, _SESSIONS, sessions)
-    sessions.append(session)
-    failed = False
-    try:
+    with session_scope(factory) as session:
+        sessions.append(session)
         yield session
-    except BaseException:
-        failed = True
-        raise
-    finally:
-        if session.in_transaction():
-            # Shielded: a client that disconnects must not leave a write lock held.
-            with anyio.CancelScope(shield=True):
-                await run_in_threadpool(_finish, session, failed)
-        session.close()  # no I/O once the transaction is over
 
 
-def _finish(session: Session, failed: bool) -> None:
-    if failed:
-        session.rollback()
-    else:
-        session.commit()
-
-
-async def get_session(request: Request) -> AsyncIterator[Session]:
+def get_session(request: Request) -> Iterator[Session]:
     """One transaction per request: committed when the view returns, rolled back on error.
 
     GET requests get a read-only session: on SQLite it takes no write lock.
     """
     state = request.app.state
     factory = state.read_sessionmaker if request.method in READ_METHODS else state.sessionmaker
-    async for session in _request_session(request, factory):
-        yield session
+    yield from _request_session(request, factory)
 
 
-async def get_write_session(request: Request) -> AsyncIterator[Session]:
+def get_write_session(request: Request) -> Iterator[Session]:
     """A session that may write, for the GET views that do (on SQLite it begins IMMEDIATE)."""
-    async for session in _request_session(request, request.app.state.sessionmaker):
-        yield session
+    yield from _request_session(request, request.app.state.sessionmaker)
 
 
 # The parameter commit_when_done adds to a view's signature to be handed the request.
