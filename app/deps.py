@@ -8,7 +8,7 @@ import inspect
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Annotated, Any
 
-from fastapi import Depends, HTTPException, Request
+from fastapi import Depends, HTTPException, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from fastapi.routing import APIRoute
 from sqlalchemy.orm import Session, sessionmaker
@@ -69,7 +69,8 @@ def get_write_session(request: Request) -> Iterator[Session]:
 _REQUEST_PARAM = "ddpdrill_request"
 
 
-def commit_when_done(endpoint: Callable[..., Any]) -> Callable[..., Any]:
+def commit_when_done(endpoint: Callable[..., Any], *, response_model: Any = None,
+                     status_code: int | None = None) -> Callable[..., Any]:
     """Wrap a plain `def` view so the request's sessions commit (or, if it raised, roll
     back) in its own thread, as soon as it returns.
 
@@ -77,6 +78,10 @@ def commit_when_done(endpoint: Callable[..., Any]) -> Callable[..., Any]:
     validated the response in *another* pool thread: with every pool thread waiting
     for the database (on SQLite, for the write lock this request holds), that
     thread never comes and nothing commits. A commit that fails still fails the request.
+
+    A view that returns an instance of its route's response model is serialized here too:
+    FastAPI would validate it again in yet another pool thread, one more hand-off per API
+    answer for a model the view has just built.
     """
     # FastAPI reads the view's parameters from the signature; resolve the string
     # annotations (`from __future__ import annotations`) in the view's own module.
@@ -103,6 +108,9 @@ def commit_when_done(endpoint: Callable[..., Any]) -> Callable[..., Any]:
         for session in sessions:
             if session.in_transaction():
                 session.commit()
+        if response_model is not None and type(result) is response_model:
+            return Response(result.model_dump_json(by_alias=True), status_code=status_code or 200,
+                            media_type="application/json")
         return result
 
     run_and_commit.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
@@ -114,7 +122,8 @@ class CommittingRoute(APIRoute):
 
     def __init__(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
         if not inspect.iscoroutinefunction(endpoint):
-            endpoint = commit_when_done(endpoint)
+            endpoint = commit_when_done(endpoint, response_model=kwargs.get("response_model"),
+                                        status_code=kwargs.get("status_code"))
         super().__init__(path, endpoint, **kwargs)
 
 
