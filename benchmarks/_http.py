@@ -1,10 +1,20 @@
-"""What the HTTP benchmarks share: a free local port and one browser's keep-alive JSON client."""
+"""What the HTTP benchmarks share: a free local port, a `ddpdrill serve` to measure, one
+browser's keep-alive JSON client, and percentiles."""
 
 from __future__ import annotations
 
 import http.client
 import json
+import os
 import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
 
 
 def free_port() -> int:
@@ -12,6 +22,41 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def percentile(values: list[float], p: float) -> float:
+    """The nearest-rank p-th percentile (p in 0..100)."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
+
+
+@contextmanager
+def running_server(env: dict[str, str | None], timeout: float = 120) -> Iterator[int]:
+    """`ddpdrill serve` on a free port, with `env` over this process's environment (None
+    removes a variable), once /healthz answers 200; its port. Stopped on leaving."""
+    port = free_port()
+    full = {**os.environ, **{k: v for k, v in env.items() if v is not None}}
+    for name in (k for k, v in env.items() if v is None):
+        full.pop(name, None)
+    server = subprocess.Popen([sys.executable, "-m", "app.cli", "serve", "--port", str(port)],
+                              cwd=REPO, env=full, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            if server.poll() is not None:
+                raise RuntimeError(f"the server exited with {server.returncode}")
+            try:
+                if JsonClient(port).request_raw("GET", "/healthz")[0] == 200:
+                    break
+            except (OSError, http.client.HTTPException):
+                pass
+            if time.monotonic() > deadline:
+                raise TimeoutError("the server did not start")
+            time.sleep(0.1)
+        yield port
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
 
 
 class JsonClient:

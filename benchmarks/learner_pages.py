@@ -20,11 +20,8 @@ Usage: .venv/bin/python benchmarks/learner_pages.py [--postgresql URL]
 from __future__ import annotations
 
 import argparse
-import http.client
 import json
-import os
 import random
-import subprocess
 import sys
 import tempfile
 import time
@@ -33,7 +30,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from urllib.parse import quote
 
-from _http import JsonClient, free_port
+from _http import JsonClient, percentile, running_server
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -114,11 +111,6 @@ def seed(url: str, learner: str) -> None:
     engine.dispose()
 
 
-def pct(values: list[float], p: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
-
-
 def timed(fn, n: int) -> list[float]:  # type: ignore[no-untyped-def]
     out = []
     for _ in range(n):
@@ -135,26 +127,13 @@ def run(url: str, label: str) -> bool:
     print(f"[{label}] seeded 300 questions, 300 cards, 5000 attempts in "
           f"{time.perf_counter() - t0:.1f} s")
     tmp = Path(tempfile.mkdtemp(prefix="ddpdrill-bench-"))
-    port = free_port()
-    env = {**os.environ, "DDPDRILL_DATA_DIR": str(tmp / "data"),
-           "DDPDRILL_DATABASE_URL": url, "DDPDRILL_WORKERS": "0",
-           "DDPDRILL_SECRET_KEY": SECRET, "DDPDRILL_LOAD_BANK_ON_START": "false"}
-    server = subprocess.Popen([sys.executable, "-m", "app.cli", "serve", "--port", str(port)],
-                              cwd=REPO, env=env, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL)
+    env: dict[str, str | None] = {
+        "DDPDRILL_DATA_DIR": str(tmp / "data"), "DDPDRILL_DATABASE_URL": url,
+        "DDPDRILL_WORKERS": "0", "DDPDRILL_SECRET_KEY": SECRET,
+        "DDPDRILL_LOAD_BANK_ON_START": "false"}
     cookie = f"{LEARNER_COOKIE}={signed_learner(SECRET, learner)}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                client = JsonClient(port, cookie)
-                if client.request_raw("GET", "/healthz")[0] == 200:
-                    break
-            except (OSError, http.client.HTTPException):
-                pass
-            if time.monotonic() > deadline:
-                raise TimeoutError("server did not start")
-            time.sleep(0.1)
+    with running_server(env) as port:
+        client = JsonClient(port, cookie)
 
         def dashboard() -> None:
             status, body = client.request_raw("GET", "/dashboard")
@@ -193,19 +172,16 @@ def run(url: str, label: str) -> bool:
             if not state["left"]:
                 new_mock()
             answers.extend(timed(mock_answer, 1))
-    finally:
-        server.terminate()
-        server.wait(timeout=60)
     ok = True
     for name, values, target in (("dashboard GET /dashboard", dash, 50),
                                  ("review page GET /review", rev, 30),
                                  ("mock answer POST .../answers", answers, 30)):
-        p50, p99 = pct(values, 50), pct(values, 99)
+        p50, p99 = percentile(values, 50), percentile(values, 99)
         ok &= p50 <= target
         print(f"[{label}] {name}: p50 {p50:.1f} ms, p99 {p99:.1f} ms (n={len(values)}); "
               f"p50 / target {target} ms = {p50 / target:.2f}")
     print(f"[{label}] (no target) the 30-day plan the dashboard loads after itself, "
-          f"GET /dashboard/plan: p50 {pct(plans, 50):.1f} ms (n={len(plans)})")
+          f"GET /dashboard/plan: p50 {percentile(plans, 50):.1f} ms (n={len(plans)})")
     return ok
 
 

@@ -15,16 +15,12 @@ Usage: .venv/bin/python benchmarks/verify_service.py
 
 from __future__ import annotations
 
-import http.client
-import os
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-from _http import JsonClient, free_port
+from _http import JsonClient, percentile, running_server
 
 REPO = Path(__file__).resolve().parent.parent
 SLUG = "bench-ddp-step"
@@ -83,35 +79,18 @@ class Client(JsonClient):
         raise TimeoutError(run_id)
 
 
-def pct(values: list[float], p: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
-
-
 def main() -> int:
     tmp = Path(tempfile.mkdtemp(prefix="ddpdrill-bench-"))
     bank = tmp / "bank" / "bench"
     bank.mkdir(parents=True)
     (bank / f"{SLUG}.yaml").write_text(QUESTION)
     (bank / "bench_step.py").write_text(SNIPPET)
-    port = free_port()
-    env = {**os.environ, "DDPDRILL_DATA_DIR": str(tmp / "data"), "DDPDRILL_BANK_DIR": str(tmp / "bank"),
-           "DDPDRILL_VERIFY_RATE_PER_MINUTE": "100000", "DDPDRILL_WORKERS": "1"}
-    env.pop("DDPDRILL_DATABASE_URL", None)
-    server = subprocess.Popen([sys.executable, "-m", "app.cli", "serve", "--port", str(port)],
-                              cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            client = Client(port)
-            try:
-                if client.request("GET", "/healthz")[0] == 200:
-                    break
-            except (OSError, http.client.HTTPException):
-                pass
-            if time.monotonic() > deadline:
-                raise TimeoutError("server did not start")
-            time.sleep(0.1)
+    env: dict[str, str | None] = {
+        "DDPDRILL_DATA_DIR": str(tmp / "data"), "DDPDRILL_BANK_DIR": str(tmp / "bank"),
+        "DDPDRILL_VERIFY_RATE_PER_MINUTE": "100000", "DDPDRILL_WORKERS": "1",
+        "DDPDRILL_DATABASE_URL": None}
+    with running_server(env) as port:
+        client = Client(port)
         # The first run pays for the forkserver's start; it is not what a learner sees after.
         first = client.verify(0)
         client.wait_done(first["run_id"])
@@ -131,11 +110,8 @@ def main() -> int:
             body = client.verify(1 + i % 20)
             cached.append((time.perf_counter() - t0) * 1000)
             assert body["cached"] and body["status"] == "done"
-    finally:
-        server.terminate()
-        server.wait(timeout=60)
 
-    c50, c99, f50 = pct(cached, 50), pct(cached, 99), statistics.median(fresh)
+    c50, c99, f50 = percentile(cached, 50), percentile(cached, 99), statistics.median(fresh)
     print(f"cached verify over HTTP: p50 {c50:.2f} ms, p99 {c99:.2f} ms (n={len(cached)})")
     print(f"fresh verify end to end: median {f50:.1f} ms, min {min(fresh):.1f}, "
           f"max {max(fresh):.1f} ms (n={len(fresh)})")
