@@ -18,13 +18,14 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.orm import Session, sessionmaker
+from typer.testing import CliRunner
 
 from app.db import Base, make_engine, make_sessionmaker
 from app.main import create_app
 from app.migrate import upgrade
 from app.questions.bank import load_bank
 from app.questions.service import import_bank
-from app.settings import Settings
+from app.settings import Settings, get_settings
 
 FIXTURE_BANK = Path(__file__).parent / "fixtures" / "bank"
 REAL_BANK = Path(__file__).resolve().parent.parent / "question_bank"
@@ -57,6 +58,27 @@ def scratch_pg_schema(prefix: str) -> Iterator[str]:
         with admin.begin() as conn:
             conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
         admin.dispose()
+
+
+@pytest.fixture(params=_backends())
+def fresh_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """An empty database of the test's own, not migrated (migration tests start from it;
+    the shared test database stays at head)."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'm.db'}"
+        return
+    with scratch_pg_schema("m") as url:
+        yield url
+
+
+@pytest.fixture
+def cli_env(database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[CliRunner]:
+    """The `ddpdrill` command's runner, pointed at the test database."""
+    monkeypatch.setenv("DDPDRILL_DATABASE_URL", database_url)
+    monkeypatch.setenv("DDPDRILL_DATA_DIR", str(tmp_path / "data"))
+    get_settings.cache_clear()
+    yield CliRunner()
+    get_settings.cache_clear()
 
 
 @pytest.fixture(scope="session", params=_backends())

@@ -2,36 +2,12 @@
 
 from __future__ import annotations
 
-import os
-import uuid
-from collections.abc import Iterator
-from pathlib import Path
-from urllib.parse import quote
-
-import pytest
 from alembic import command
 from sqlalchemy import create_engine, inspect, text
 
 from app.migrate import alembic_config, upgrade
 
 PG_ENV = "DDPDRILL_TEST_DATABASE_URL"
-
-
-@pytest.fixture(params=["sqlite", "postgresql"] if os.environ.get(PG_ENV) else ["sqlite"])
-def fresh_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """An empty database of its own (the shared test database stays at head)."""
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'm.db'}"
-        return
-    base = os.environ[PG_ENV]
-    schema = f"m_{uuid.uuid4().hex[:12]}"
-    admin = create_engine(base)
-    with admin.begin() as conn:
-        conn.execute(text(f'CREATE SCHEMA "{schema}"'))
-    yield f"{base}{'&' if '?' in base else '?'}options={quote(f'-csearch_path={schema}')}"
-    with admin.begin() as conn:
-        conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
-    admin.dispose()
 
 
 def test_0002_goes_up_and_down_keeping_questions_and_revisions(fresh_url: str) -> None:

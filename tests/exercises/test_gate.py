@@ -8,7 +8,6 @@ import json
 import shutil
 from pathlib import Path
 
-import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 from typer.testing import CliRunner
@@ -16,21 +15,12 @@ from typer.testing import CliRunner
 from app.cli import app
 from app.db import session_scope
 from app.questions.models import Question
-from app.settings import Settings, get_settings
+from app.settings import Settings
 from app.verify import gate, service
 from app.verify.models import Verdict
 from app.verify.worker import Worker
 from tests.exercises.conftest import EXERCISE_BANK, SLUG, SOLUTION, STARTER
 from tests.factories import import_folder
-
-
-@pytest.fixture
-def cli_env(database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> CliRunner:
-    monkeypatch.setenv("DDPDRILL_DATABASE_URL", database_url)
-    monkeypatch.setenv("DDPDRILL_DATA_DIR", str(tmp_path / "data"))
-    get_settings.cache_clear()
-    yield CliRunner()
-    get_settings.cache_clear()
 
 
 def _bank(tmp_path: Path, *, solution: str = SOLUTION, starter: str = STARTER) -> Path:

@@ -6,7 +6,6 @@ import json
 import shutil
 from pathlib import Path
 
-import pytest
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 from typer.testing import CliRunner
@@ -16,18 +15,8 @@ from app.db import session_scope
 from app.questions.bank import load_bank
 from app.questions.models import Question
 from app.questions.service import import_bank
-from app.settings import get_settings
 from app.verify.models import Run, Verdict
 from tests.conftest import FIXTURE_BANK
-
-
-@pytest.fixture
-def cli_env(database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> CliRunner:
-    monkeypatch.setenv("DDPDRILL_DATABASE_URL", database_url)
-    monkeypatch.setenv("DDPDRILL_DATA_DIR", str(tmp_path / "data"))
-    get_settings.cache_clear()
-    yield CliRunner()
-    get_settings.cache_clear()
 
 
 def load(factory: sessionmaker[Session], root: Path) -> None:
