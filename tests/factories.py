@@ -61,6 +61,14 @@ def form_fields(soup: BeautifulSoup, selector: str = "form") -> tuple[str, dict[
     return str(form["action"]), hidden
 
 
+def post_account_form(client: Any, page_path: str, form: str, username: str, password: str) -> Any:
+    """Fill in the username and password of the page's account form and post it, like a
+    browser (sign-in and sign-up)."""
+    action, hidden = form_fields(parse(client.get(page_path)), form)
+    return client.post(action, data={**hidden, "username": username, "password": password},
+                       follow_redirects=False)
+
+
 def htmx_headers(soup: BeautifulSoup) -> dict[str, str]:
     """The headers htmx adds to a request made from this page."""
     headers = {"HX-Request": "true"}

@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.accounts import passwords, service
 from app.db import session_scope
-from tests.factories import form_fields, parse
+from tests.factories import post_account_form
 
 PASSWORD = "correct horse battery staple"
 
@@ -47,10 +47,7 @@ def make_user(session_factory: sessionmaker[Session]) -> Callable[..., Account]:
 
 def login(client: TestClient, username: str, password: str = PASSWORD) -> Any:
     """Sign in through the login form, like a browser."""
-    page = parse(client.get("/login"))
-    action, hidden = form_fields(page, "form.login-form")
-    return client.post(action, data={**hidden, "username": username, "password": password},
-                       follow_redirects=False)
+    return post_account_form(client, "/login", "form.login-form", username, password)
 
 
 @pytest.fixture

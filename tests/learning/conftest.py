@@ -15,7 +15,7 @@ from tests.authoring.conftest import (  # noqa: F401  (fixtures, used by name)
     make_user,
     new_client,
 )
-from tests.factories import form_fields, parse
+from tests.factories import form_fields, parse, post_account_form
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 
@@ -30,10 +30,7 @@ def clock(client: TestClient) -> FixedClock:
 
 def sign_up(client: TestClient, username: str, password: str = PASSWORD) -> object:
     """Create a learner account through the sign-up form, like a browser."""
-    page = parse(client.get("/signup"))
-    action, hidden = form_fields(page, "form.signup-form")
-    return client.post(action, data={**hidden, "username": username, "password": password},
-                       follow_redirects=False)
+    return post_account_form(client, "/signup", "form.signup-form", username, password)
 
 
 def answer(client: TestClient, slug: str, value: object, confidence: str | None = None,
