@@ -20,9 +20,7 @@ from app.questions.models import Question
 from app.questions.schema import Choice, QuestionDoc
 from app.questions.service import add_revision, revision_doc
 from tests.conftest import FIXTURE_BANK
-from tests.service.test_bank_verify import cli_env, load
-
-__all__ = ["cli_env"]
+from tests.service.test_bank_verify import load
 
 SLUG = "fixture-single"
 
