@@ -38,10 +38,10 @@ def post_attempt(
 ) -> AttemptOut | JSONResponse:
     """Grade an answer and schedule its review card. Replaying the same Idempotency-Key
     returns the first result with 409."""
-    question = questions_service.get_published(db_session=db_session, slug=slug)
-    if question is None or question.current_revision is None:
+    question = questions_service.published_question(db_session=db_session, slug=slug)
+    if question is None:
         raise HTTPException(404, f"No question called {slug!r}.")
-    doc = questions_service.revision_doc(question.current_revision)
+    doc = question.doc
     try:
         attempt, grade = answer_question(
             db_session=db_session, learner_id=learner_id, question=question,

@@ -9,7 +9,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, insert, select
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -19,7 +21,7 @@ from app.practice.grading import Grade, InvalidAnswer, grade
 from app.practice.models import CONFIDENCE_LEVELS, Attempt, Learner, Quiz, QuizItem
 from app.questions.models import Question, QuestionRevision, Topic
 from app.questions.schema import QuestionDoc
-from app.questions.service import list_published, revision_doc
+from app.questions.service import PublishedQuestion, list_published, revision_doc
 
 # A quiz longer than this is a mock interview, which has its own flow.
 MAX_QUIZ_QUESTIONS = 30
@@ -37,14 +39,20 @@ class NoQuestions(Exception):
     """No published question matches the quiz's filters."""
 
 
-def ensure_learner(*, db_session: Session, learner_id: str) -> Learner:
-    """The learner with this id, created on first sight."""
-    learner = db_session.get(Learner, learner_id)
-    if learner is None:
-        learner = Learner(id=learner_id)
-        db_session.add(learner)
-        db_session.flush()
-    return learner
+_LEARNER_EXISTS = select(Learner.id).where(Learner.id == bindparam("learner_id"))
+# ON CONFLICT DO NOTHING: a learner's first two requests may arrive together (PostgreSQL
+# runs them at once); both must find the row afterwards, neither may fail.
+_NEW_LEARNER = {
+    "sqlite": sqlite_insert(Learner).on_conflict_do_nothing(index_elements=[Learner.id]),
+    "postgresql": pg_insert(Learner).on_conflict_do_nothing(index_elements=[Learner.id]),
+}
+
+
+def ensure_learner(*, db_session: Session, learner_id: str) -> None:
+    """Make the learner's row on first sight (an answer or a quiz refers to it)."""
+    conn = db_session.connection()
+    if conn.execute(_LEARNER_EXISTS, {"learner_id": learner_id}).first() is None:
+        conn.execute(_NEW_LEARNER[conn.dialect.name], {"id": learner_id, "created_at": utcnow()})
 
 
 def start_quiz(
@@ -132,10 +140,21 @@ def clean_confidence(value: object) -> str | None:
     return value if isinstance(value, str) and value in CONFIDENCE_LEVELS else None
 
 
+# Every answer inserts one attempt: a prebuilt Core statement, like review.py's, since the
+# ORM's flush of one new row costs several times the insert itself.
+_INSERT_ATTEMPT = insert(Attempt).returning(Attempt.id)
+_ATTEMPT_COLUMNS = tuple(c.key for c in Attempt.__table__.columns if c.key != "id")
+
+
+def _store_attempt(db_session: Session, attempt: Attempt) -> None:
+    """Insert the (transient) attempt and give it its id."""
+    values = {key: getattr(attempt, key) for key in _ATTEMPT_COLUMNS}
+    attempt.id = db_session.connection().execute(_INSERT_ATTEMPT, values).scalar_one()
+
+
 def _insert_attempt(db_session: Session, attempt: Attempt) -> None:
     with db_session.begin_nested():
-        db_session.add(attempt)
-        db_session.flush()
+        _store_attempt(db_session, attempt)
 
 
 def _insert_tokened(db_session: Session, attempt: Attempt) -> Attempt | None:
@@ -194,7 +213,7 @@ def answer_question(
     *,
     db_session: Session,
     learner_id: str,
-    question: Question,
+    question: PublishedQuestion,
     raw_answer: Any,
     token: str | None,
     time_taken_ms: int | None = None,
@@ -203,8 +222,7 @@ def answer_question(
 ) -> tuple[Attempt, Grade]:
     """Grade and store a standalone attempt and schedule its review card; replaying the same
     token returns the first one. `now` is the clock's time (app/clock.py)."""
-    assert question.current_revision is not None
-    if revision_doc(question.current_revision).is_exercise:
+    if question.doc.is_exercise:
         # Before any replay lookup: an exercise's attempts are stored by record_exercise_pass.
         raise InvalidAnswer("an exercise is answered by running your code on its page")
     ensure_learner(db_session=db_session, learner_id=learner_id)
@@ -213,19 +231,16 @@ def answer_question(
         existing = db_session.scalar(select(Attempt).where(Attempt.token == token))
         if existing is not None:
             raise AlreadyAnswered(existing)
-    revision = question.current_revision
-    assert revision is not None
-    result = grade(revision_doc(revision), raw_answer)
+    result = grade(question.doc, raw_answer)
     attempt = Attempt(
-        learner_id=learner_id, question_id=question.id, revision_id=revision.id, token=token,
-        answer=result.answer, score=result.score, correct=result.correct,
+        learner_id=learner_id, question_id=question.id, revision_id=question.revision_id,
+        token=token, answer=result.answer, score=result.score, correct=result.correct,
         time_taken_ms=time_taken_ms, confidence=clean_confidence(confidence),
         created_at=now or utcnow(),
     )
     if token is None:
         # Nothing unique to collide with, so no savepoint (two statements fewer).
-        db_session.add(attempt)
-        db_session.flush()
+        _store_attempt(db_session, attempt)
     elif (winner := _insert_tokened(db_session, attempt)) is not None:
         raise AlreadyAnswered(winner)
     review.record_review(db_session=db_session, attempt=attempt, confidence=attempt.confidence,

@@ -41,8 +41,8 @@ from app.practice.grading import (
 )
 from app.practice.models import Quiz, QuizItem
 from app.questions import service as questions_service
-from app.questions.models import Question
 from app.questions.schema import QUESTION_TYPES, QuestionDoc
+from app.questions.service import PublishedQuestion
 from app.settings import Settings
 from app.templating import templates
 from app.verify import access, knobs
@@ -115,22 +115,22 @@ def read_answer(form: FormData, fmt: str) -> tuple[Any, str | None]:
     return (values[0] if values else ""), token if isinstance(token, str) else None
 
 
-def _published_or_404(db_session: Any, slug: str) -> Question:
-    question = questions_service.get_published(db_session=db_session, slug=slug)
+def _published_or_404(db_session: Session, slug: str) -> PublishedQuestion:
+    question = questions_service.published_question(db_session=db_session, slug=slug)
     if question is None:
         raise HTTPException(404, f"No question called {slug!r}.")
     return question
 
 
-def _topic_nav(db_session: Session, question: Question) -> dict[str, Any]:
+def _topic_nav(db_session: Session, question: PublishedQuestion) -> dict[str, Any]:
     """The question's topic (for the back link) and the next question in it, if any."""
-    in_topic = questions_service.topic_sequence(db_session=db_session, topic=question.topic)
+    sequence = questions_service.topic_sequence(db_session=db_session, topic=question.topic)
+    in_topic = sequence.questions
     slugs = [q.slug for q in in_topic]
     position = slugs.index(question.slug) if question.slug in slugs else -1
     following = in_topic[position + 1] if 0 <= position < len(in_topic) - 1 else None
-    return {"topic": questions_service.get_topic(db_session=db_session, slug=question.topic),
-            "next_question": following, "topic_position": position + 1,
-            "topic_count": len(in_topic)}
+    return {"topic_title": sequence.title, "next_question": following,
+            "topic_position": position + 1, "topic_count": len(in_topic)}
 
 
 @router.get("/questions/{slug}")
@@ -138,8 +138,7 @@ def question_page(
     request: Request, slug: str, db_session: SessionDep, learner_id: CurrentLearner,
 ) -> Response:
     question = _published_or_404(db_session, slug)
-    assert question.current_revision is not None
-    doc = questions_service.revision_doc(question.current_revision)
+    doc = question.doc
     if doc.is_exercise:
         # An exercise is answered by writing code, on its own page.
         return RedirectResponse(f"/exercises/{slug}", status_code=303)
@@ -148,9 +147,9 @@ def question_page(
            # Someone who has answered before has made their prediction: Verify is open.
            "answered_before": service.has_answered(db_session=db_session, learner_id=learner_id,
                                                    question_id=question.id),
-           "action": f"/questions/{slug}/answer", "revision_id": question.current_revision.id,
+           "action": f"/questions/{slug}/answer", "revision_id": question.revision_id,
            "report_action": f"/questions/{slug}/report",
-           "verdict": latest_verdict(db_session=db_session, revision_id=question.current_revision.id)}
+           "verdict": latest_verdict(db_session=db_session, revision_id=question.revision_id)}
     return templates.TemplateResponse(request, "questions/question.html", ctx)
 
 
@@ -191,10 +190,9 @@ def _answer_standalone(
 ) -> Response:
     """Grade a standalone answer (the question page, or the Review page) and schedule its card."""
     question = _published_or_404(db_session, slug)
-    assert question.current_revision is not None
-    doc = questions_service.revision_doc(question.current_revision)
+    doc = question.doc
     raw, token = read_answer(form, doc.effective_format)
-    base = {"question": question, "action": action, "revision_id": question.current_revision.id,
+    base = {"question": question, "action": action, "revision_id": question.revision_id,
             "report_action": f"/questions/{slug}/report", **_topic_nav(db_session, question),
             **(extra or {})}
     # "Run it" before answering (the question page only): the answer is the learner's
@@ -442,7 +440,9 @@ def report_problem(
     request: Request, slug: str, form: FormDep, db_session: SessionDep,
     learner_id: CurrentLearner, clock: ClockDep, settings: SettingsDep, _: CSRF,
 ) -> Response:
-    question = _published_or_404(db_session, slug)
+    question = questions_service.get_published(db_session=db_session, slug=slug)
+    if question is None:
+        raise HTTPException(404, f"No question called {slug!r}.")
     ctx: dict[str, Any] = {"report_action": f"/questions/{slug}/report", "question": question,
                            "revision_id": _int_field(form.get("revision_id")),
                            "report_open": True}
