@@ -12,6 +12,8 @@ content type is the client's word, not proof of where the request came from.
 
 from __future__ import annotations
 
+import functools
+
 from fastapi import HTTPException, Request
 from itsdangerous import BadSignature, URLSafeSerializer
 
@@ -20,13 +22,26 @@ CSRF_HEADER = "X-CSRF-Token"
 SAFE_METHODS = {"GET", "HEAD", "OPTIONS", "TRACE"}
 
 
+@functools.lru_cache(maxsize=4)
+def _serializer_for(secret_key: str) -> URLSafeSerializer:
+    return URLSafeSerializer(secret_key, salt="csrf")
+
+
 def _serializer(request: Request) -> URLSafeSerializer:
-    return URLSafeSerializer(request.app.state.settings.resolved_secret_key(), salt="csrf")
+    return _serializer_for(request.app.state.settings.resolved_secret_key())
 
 
 def csrf_token(request: Request) -> str:
-    """The token this visitor's forms must send back."""
-    return str(_serializer(request).dumps(str(request.state.learner_id)))
+    """The token this visitor's forms must send back.
+
+    Signed once per request and kept in its state: a question page has several forms.
+    """
+    learner_id = str(request.state.learner_id)
+    state = request.scope.setdefault("state", {})
+    signed = state.get("csrf_token")
+    if signed is None or signed[0] != learner_id:  # signing in changes the learner mid-request
+        signed = state["csrf_token"] = (learner_id, str(_serializer(request).dumps(learner_id)))
+    return str(signed[1])
 
 
 def _valid(request: Request, token: object) -> bool:

@@ -207,6 +207,17 @@ def read_sessionmaker(engine: Engine) -> sessionmaker[Session]:
     return sessionmaker(bind=engine.execution_options(**{READ_ONLY: True}), expire_on_commit=False)
 
 
+# Where a request's sessions are listed (in its ASGI scope's "state", which is request.state):
+# the view's thread ends them (deps.commit_when_done), RequestSessionsMiddleware any left over.
+REQUEST_SESSIONS = "db_sessions"
+
+
+def close_sessions(sessions: list[Session]) -> None:
+    """Close every session of the list and empty it; closing rolls back an open transaction."""
+    while sessions:
+        sessions.pop().close()
+
+
 @contextmanager
 def session_scope(factory: sessionmaker[Session]) -> Iterator[Session]:
     """One transaction: committed on success, rolled back on any error."""

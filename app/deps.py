@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from typing import Annotated, Any
 
 from fastapi import Depends, HTTPException, Request, Response
@@ -19,7 +19,7 @@ from app.accounts.models import User
 from app.accounts.sessions import read_session
 from app.clock import Clock
 from app.csrf import require_csrf
-from app.db import session_scope
+from app.db import REQUEST_SESSIONS, close_sessions
 from app.practice.learners import account_learner_id
 from app.settings import Settings
 
@@ -27,42 +27,37 @@ from app.settings import Settings
 READ_METHODS = {"GET", "HEAD", "OPTIONS"}
 
 
-# The request's sessions, so the view's thread can finish them (commit_when_done).
-_SESSIONS = "db_sessions"
+def _request_session(request: Request, factory: sessionmaker[Session]) -> Session:
+    """A new session for the request, listed where the view's thread and the middleware find it.
 
-
-def _request_session(request: Request, factory: sessionmaker[Session]) -> Iterator[Session]:
-    """One session per request, committed when the view returns and rolled back on error.
-
-    A plain generator, entered and left in pool threads. (An async one, made on the
-    loop, spared two thread hand-offs per request; but when a later dependency refused
-    the request, CSRF say, the answer could reach the client before the async exit's
-    rollback had run, and that transaction kept SQLite's writer until the generator was
-    garbage-collected.) The view's own thread commits (commit_when_done); whatever is
-    still open is finished here.
+    Made on the event loop: a session does no I/O until its first statement. It was a
+    generator run in pool threads, which cost every request two hand-offs to a pool
+    thread (enter and exit) besides the view's own (docs/performance.md). Who ends it:
+    the view's own thread, as soon as the view returns (commit_when_done); when the view
+    never runs, because a later dependency refused the request after an earlier one had
+    read the database (the signed-in user, then CSRF), RequestSessionsMiddleware closes
+    it before the refusal is sent, so no transaction (on SQLite, the writer) outlives
+    its request.
     """
-    sessions: list[Session] | None = getattr(request.state, _SESSIONS, None)
-    if sessions is None:
-        sessions = []
-        setattr(request.state, _SESSIONS, sessions)
-    with session_scope(factory) as session:
-        sessions.append(session)
-        yield session
+    state = request.scope.setdefault("state", {})
+    session = factory()
+    state.setdefault(REQUEST_SESSIONS, []).append(session)
+    return session
 
 
-def get_session(request: Request) -> Iterator[Session]:
+async def get_session(request: Request) -> Session:
     """One transaction per request: committed when the view returns, rolled back on error.
 
     GET requests get a read-only session: on SQLite it takes no write lock.
     """
     state = request.app.state
     factory = state.read_sessionmaker if request.method in READ_METHODS else state.sessionmaker
-    yield from _request_session(request, factory)
+    return _request_session(request, factory)
 
 
-def get_write_session(request: Request) -> Iterator[Session]:
+async def get_write_session(request: Request) -> Session:
     """A session that may write, for the GET views that do (on SQLite it begins IMMEDIATE)."""
-    yield from _request_session(request, request.app.state.sessionmaker)
+    return _request_session(request, request.app.state.sessionmaker)
 
 
 # The parameter commit_when_done adds to a view's signature to be handed the request.
@@ -97,17 +92,18 @@ def commit_when_done(endpoint: Callable[..., Any], *, response_model: Any = None
     @functools.wraps(endpoint)
     def run_and_commit(*args: Any, **kwargs: Any) -> Any:
         request: Request = kwargs.pop(request_param) if added else kwargs[request_param]
-        sessions: list[Session] = getattr(request.state, _SESSIONS, [])
+        sessions: list[Session] = request.scope.get("state", {}).get(REQUEST_SESSIONS, [])
         try:
             result = endpoint(*args, **kwargs)
         except BaseException:
+            close_sessions(sessions)  # rolls back what the view left open
+            raise
+        try:
             for session in sessions:
                 if session.in_transaction():
-                    session.rollback()
-            raise
-        for session in sessions:
-            if session.in_transaction():
-                session.commit()
+                    session.commit()
+        finally:
+            close_sessions(sessions)
         if response_model is not None and type(result) is response_model:
             return Response(result.model_dump_json(by_alias=True), status_code=status_code or 200,
                             media_type="application/json")
@@ -149,10 +145,10 @@ async def get_clock(request: Request) -> Clock:
     return clock
 
 
-# scope="function" commits before the response is sent, so a failed commit is an error
-# the client sees rather than a success that silently lost its data.
-SessionDep = Annotated[Session, Depends(get_session, scope="function")]
-WriteSessionDep = Annotated[Session, Depends(get_write_session, scope="function")]
+# Committed in the view's thread before the response exists (commit_when_done), so a failed
+# commit is an error the client sees rather than a success that silently lost its data.
+SessionDep = Annotated[Session, Depends(get_session)]
+WriteSessionDep = Annotated[Session, Depends(get_write_session)]
 ClockDep = Annotated[Clock, Depends(get_clock)]
 SettingsDep = Annotated[Settings, Depends(get_settings_dep)]
 FormDep = Annotated[FormData, Depends(read_form)]

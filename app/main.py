@@ -35,6 +35,7 @@ from app.middleware import (
     AdmissionMiddleware,
     BufferedBodyMiddleware,
     RequestMetricsMiddleware,
+    RequestSessionsMiddleware,
     SecurityHeadersMiddleware,
 )
 from app.practice import api as practice_api
@@ -130,6 +131,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         return state
 
     app.state.metrics = AppMetrics(read_queue)
+    # Innermost: a session a refused request left open is closed before the refusal goes out.
+    app.add_middleware(RequestSessionsMiddleware)
     app.add_middleware(LearnerCookieMiddleware, secret_key=settings.resolved_secret_key())
     # A request takes a slot only once its body is in, so slow clients hold no slot.
     app.add_middleware(AdmissionMiddleware, limit=settings.max_requests_in_flight,

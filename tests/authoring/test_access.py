@@ -102,9 +102,10 @@ def world(
         run_id = run.id
         # A learner's problem report, for the inbox's /author/reports/{report_id}.
         question = questions_service.get_published(db_session=s, slug="fixture-single")
-        assert question is not None
+        published = questions_service.published_question(db_session=s, slug="fixture-single")
+        assert question is not None and published is not None
         learner = str(uuid.uuid4())
-        practice_service.answer_question(db_session=s, learner_id=learner, question=question,
+        practice_service.answer_question(db_session=s, learner_id=learner, question=published,
                                          raw_answer="a", token=None)
         report = reports.file_report(db_session=s, learner_id=learner, question=question,
                                      revision_id=None, kind="unclear", comment="", now=utcnow(),
