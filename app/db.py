@@ -207,15 +207,43 @@ def read_sessionmaker(engine: Engine) -> sessionmaker[Session]:
     return sessionmaker(bind=engine.execution_options(**{READ_ONLY: True}), expire_on_commit=False)
 
 
-# Where a request's sessions are listed (in its ASGI scope's "state", which is request.state):
-# the view's thread ends them (deps.commit_when_done), RequestSessionsMiddleware any left over.
+# Where a request's sessions are kept: its ASGI scope's "state" (request.state).
 REQUEST_SESSIONS = "db_sessions"
 
 
-def close_sessions(sessions: list[Session]) -> None:
-    """Close every session of the list and empty it; closing rolls back an open transaction."""
-    while sessions:
-        sessions.pop().close()
+class RequestSessions:
+    """The database sessions of one request, each made when first asked for, in the thread
+    that asks: one that may write, one that only reads (on SQLite it takes no write lock).
+
+    Made in the view's own pool thread, a session costs the event loop nothing, and its
+    making never waits on the lock SQLAlchemy takes to number sessions while the loop
+    holds the requests of every other client (docs/performance.md).
+    """
+
+    def __init__(self, write: sessionmaker[Session], read: sessionmaker[Session]) -> None:
+        self._factories = {True: write, False: read}
+        self._made: dict[bool, Session] = {}
+
+    def get(self, *, write: bool) -> Session:
+        session = self._made.get(write)
+        if session is None:
+            session = self._made[write] = self._factories[write]()
+        return session
+
+    @property
+    def open(self) -> bool:
+        return bool(self._made)
+
+    def commit(self) -> None:
+        for session in self._made.values():
+            if session.in_transaction():
+                session.commit()
+
+    def close(self) -> None:
+        """Close every session (rolling back an open transaction); a later get() makes a new one."""
+        made, self._made = self._made, {}
+        for session in made.values():
+            session.close()
 
 
 @contextmanager

@@ -11,7 +11,7 @@ from typing import Annotated, Any
 from fastapi import Depends, HTTPException, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from fastapi.routing import APIRoute
-from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.orm import Session
 from starlette.datastructures import FormData
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -19,7 +19,7 @@ from app.accounts.models import User
 from app.accounts.sessions import read_session
 from app.clock import Clock
 from app.csrf import require_csrf
-from app.db import REQUEST_SESSIONS, close_sessions
+from app.db import REQUEST_SESSIONS, RequestSessions
 from app.practice.learners import account_learner_id
 from app.settings import Settings
 
@@ -27,37 +27,42 @@ from app.settings import Settings
 READ_METHODS = {"GET", "HEAD", "OPTIONS"}
 
 
-def _request_session(request: Request, factory: sessionmaker[Session]) -> Session:
-    """A new session for the request, listed where the view's thread and the middleware find it.
+def request_sessions(request: Request) -> RequestSessions:
+    """The request's sessions (app/db.py RequestSessions), kept in its state.
 
-    Made on the event loop: a session does no I/O until its first statement. It was a
-    generator run in pool threads, which cost every request two hand-offs to a pool
-    thread (enter and exit) besides the view's own (docs/performance.md). Who ends it:
-    the view's own thread, as soon as the view returns (commit_when_done); when the view
-    never runs, because a later dependency refused the request after an earlier one had
-    read the database (the signed-in user, then CSRF), RequestSessionsMiddleware closes
-    it before the refusal is sent, so no transaction (on SQLite, the writer) outlives
-    its request.
+    Who ends them: the view's own thread, as soon as the view returns (commit_when_done);
+    when the view never runs, because a later dependency refused the request after an
+    earlier one had read the database (the signed-in user, then CSRF),
+    RequestSessionsMiddleware closes them before the refusal is sent, so no transaction
+    (on SQLite, the writer) outlives its request.
     """
     state = request.scope.setdefault("state", {})
-    session = factory()
-    state.setdefault(REQUEST_SESSIONS, []).append(session)
-    return session
+    sessions: RequestSessions | None = state.get(REQUEST_SESSIONS)
+    if sessions is None:
+        app_state = request.app.state
+        sessions = state[REQUEST_SESSIONS] = RequestSessions(app_state.sessionmaker,
+                                                             app_state.read_sessionmaker)
+    return sessions
+
+
+def request_session(request: Request, *, write: bool = False) -> Session:
+    """The request's session: one that may write for a POST (or when asked), else a read-only
+    one. Call it in the thread that uses the session."""
+    return request_sessions(request).get(write=write or request.method not in READ_METHODS)
 
 
 async def get_session(request: Request) -> Session:
     """One transaction per request: committed when the view returns, rolled back on error.
 
-    GET requests get a read-only session: on SQLite it takes no write lock.
+    GET requests get a read-only session: on SQLite it takes no write lock. A plain `def`
+    view never calls this: commit_when_done hands it the session in its own thread.
     """
-    state = request.app.state
-    factory = state.read_sessionmaker if request.method in READ_METHODS else state.sessionmaker
-    return _request_session(request, factory)
+    return request_session(request)
 
 
 async def get_write_session(request: Request) -> Session:
     """A session that may write, for the GET views that do (on SQLite it begins IMMEDIATE)."""
-    return _request_session(request, request.app.state.sessionmaker)
+    return request_session(request, write=True)
 
 
 # The parameter commit_when_done adds to a view's signature to be handed the request.
@@ -81,7 +86,10 @@ def commit_when_done(endpoint: Callable[..., Any], *, response_model: Any = None
     # FastAPI reads the view's parameters from the signature; resolve the string
     # annotations (`from __future__ import annotations`) in the view's own module.
     signature = inspect.signature(endpoint, eval_str=True)
-    params = list(signature.parameters.values())
+    # The view's sessions are made here, in its thread, not by FastAPI on the event loop.
+    session_params = {p.name: p.annotation is WriteSessionDep for p in signature.parameters.values()
+                      if p.annotation is SessionDep or p.annotation is WriteSessionDep}
+    params = [p for p in signature.parameters.values() if p.name not in session_params]
     own = next((p.name for p in params if p.annotation is Request), None)
     added = own is None
     request_param = own or _REQUEST_PARAM
@@ -92,18 +100,18 @@ def commit_when_done(endpoint: Callable[..., Any], *, response_model: Any = None
     @functools.wraps(endpoint)
     def run_and_commit(*args: Any, **kwargs: Any) -> Any:
         request: Request = kwargs.pop(request_param) if added else kwargs[request_param]
-        sessions: list[Session] = request.scope.get("state", {}).get(REQUEST_SESSIONS, [])
+        sessions = request_sessions(request)
+        for name, write in session_params.items():
+            kwargs[name] = request_session(request, write=write)
         try:
             result = endpoint(*args, **kwargs)
         except BaseException:
-            close_sessions(sessions)  # rolls back what the view left open
+            sessions.close()  # rolls back what the view left open
             raise
         try:
-            for session in sessions:
-                if session.in_transaction():
-                    session.commit()
+            sessions.commit()
         finally:
-            close_sessions(sessions)
+            sessions.close()
         if response_model is not None and type(result) is response_model:
             return Response(result.model_dump_json(by_alias=True), status_code=status_code or 200,
                             media_type="application/json")
@@ -156,16 +164,20 @@ FormDep = Annotated[FormData, Depends(read_form)]
 CSRF = Annotated[None, Depends(require_csrf)]
 
 
-async def current_user(request: Request, db_session: SessionDep) -> User | None:
+def _signed_in_user(request: Request, uid: int, version: int) -> User | None:
+    user = request_session(request).get(User, uid)
+    if user is None or not user.active or user.session_version != version:
+        return None
+    return user
+
+
+async def current_user(request: Request) -> User | None:
     """The signed-in, active user, or None for anyone else (anonymous learners included)."""
     session = read_session(request)
     if session is None:
         return None
     uid, version = session
-    user = await run_in_threadpool(db_session.get, User, uid)
-    if user is None or not user.active or user.session_version != version:
-        return None
-    return user
+    return await run_in_threadpool(_signed_in_user, request, uid, version)
 
 
 class LoginRequired(StarletteHTTPException):
@@ -200,12 +212,16 @@ AuthorUser = Annotated[User, Depends(require_author)]
 AdminUser = Annotated[User, Depends(require_admin)]
 
 
-async def get_learner_id(request: Request, db_session: SessionDep, user: OptionalUser) -> str:
+def _account_learner(request: Request, user_id: int) -> str:
+    return account_learner_id(db_session=request_session(request), user_id=user_id)
+
+
+async def get_learner_id(request: Request, user: OptionalUser) -> str:
     """Whose practice this request is: a signed-in learner account's own learner identity
     (the same on every device), else the browser's anonymous one from the signed cookie
     (set by LearnerCookieMiddleware). Authors practise as their browser's identity."""
     if user is not None and user.is_learner:
-        return await run_in_threadpool(account_learner_id, db_session=db_session, user_id=user.id)
+        return await run_in_threadpool(_account_learner, request, user.id)
     return str(request.state.learner_id)
 
 

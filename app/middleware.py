@@ -10,7 +10,7 @@ import anyio
 import anyio.to_thread
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.db import REQUEST_SESSIONS, close_sessions
+from app.db import REQUEST_SESSIONS, RequestSessions
 from app.metrics import AppMetrics
 
 # The largest body any route takes: a zipped bank upload (5 MB) and its form overhead.
@@ -178,11 +178,11 @@ class RequestSessionsMiddleware:
 
 
 async def _close_leftover_sessions(scope: Scope) -> None:
-    sessions = scope.get("state", {}).get(REQUEST_SESSIONS)
-    if sessions:
+    sessions: RequestSessions | None = scope.get("state", {}).get(REQUEST_SESSIONS)
+    if sessions is not None and sessions.open:
         # Shielded: a client that hangs up must not leave the transaction open.
         with anyio.CancelScope(shield=True):
-            await anyio.to_thread.run_sync(close_sessions, sessions)
+            await anyio.to_thread.run_sync(sessions.close)
 
 
 class SecurityHeadersMiddleware:

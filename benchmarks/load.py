@@ -1,13 +1,15 @@
 """A class at once: the real server against a bare FastAPI endpoint, 64 clients each.
 
-    .venv/bin/python benchmarks/load.py [--clients 64] [--seconds 5] [--database-url URL]
+    .venv/bin/python benchmarks/load.py [--clients 64] [--seconds 5] [--warmup 1] [--rounds N]
+                                        [--database-url URL]
 
 Starts `ddpdrill serve` (the fixture bank, one in-process worker) and, in the same
 run, a bare FastAPI app with one endpoint that parses a small JSON body and returns
 JSON, under the same uvicorn settings. Then, for each workload in turn, 64 clients
-(each its own connection and cookies, as browsers have) send requests back to back
-for --seconds: the bare endpoint, API answer submits, HTML answer submits (the form
-post a browser makes, answered with the graded page) and cached Verify requests.
+(each its own connection and cookies, as browsers have) send requests back to back,
+--warmup seconds untimed and then --seconds timed: the bare endpoint, API answer
+submits, HTML answer submits (the form post a browser makes, answered with the graded
+page) and cached Verify requests.
 Prints throughput, p50 and p99 for each and its throughput as a share of the bare
 endpoint's. Without --database-url the server uses a fresh SQLite file; with one
 (PostgreSQL) it uses that database, which must be migrated (`ddpdrill db upgrade`)
@@ -100,23 +102,27 @@ def start_bare(folder: Path) -> tuple[subprocess.Popen[bytes], str]:
 
 
 async def drive(clients: list[Client], seconds: float,
-                one: Callable[[int, Client, int], Awaitable[Reply]], ok: set[int]) -> Timings:
+                one: Callable[[int, Client, int], Awaitable[Reply]], ok: set[int],
+                warmup: float = 0.0) -> Timings:
+    """Every client sends requests back to back for `warmup` + `seconds`; only the replies to
+    requests sent after the warm-up are timed (errors are counted throughout)."""
     timings = Timings()
-    stop = time.monotonic() + seconds
+    start = time.monotonic() + warmup
+    stop = start + seconds
 
     async def loop(i: int, client: Client) -> None:
         n = 0
-        while time.monotonic() < stop:
+        while (sent := time.monotonic()) < stop:
             try:
                 reply = await one(i, client, n)
             except Exception as exc:
                 timings.errors.append(f"{type(exc).__name__}: {exc}")
                 continue
             n += 1
-            if reply.status in ok:
-                timings.seconds.append(reply.seconds)
-            else:
+            if reply.status not in ok:
                 timings.errors.append(str(reply.status))
+            elif sent >= start:
+                timings.seconds.append(reply.seconds)
 
     await asyncio.gather(*(loop(i, c) for i, c in enumerate(clients)))
     return timings
@@ -145,7 +151,7 @@ async def main_async(args: argparse.Namespace, server: str, bare: str) -> list[t
         clients = [Client(url) for _ in range(n)]
         if setup is not None:
             await asyncio.gather(*(setup(c) for c in clients))
-        results.append((name, await drive(clients, args.seconds, one, ok)))
+        results.append((name, await drive(clients, args.seconds, one, ok, args.warmup)))
         await asyncio.gather(*(c.close() for c in clients))
 
     slugs = sorted(ANSWERS)
@@ -175,6 +181,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--clients", type=int, default=64)
     parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--warmup", type=float, default=1.0,
+                        help="seconds each workload runs untimed first: its 64 new clients' first "
+                             "requests (a learner row, three new review cards each) arrive at "
+                             "once, which is the start of a class, not its steady state")
     parser.add_argument("--database-url", default=None)
     parser.add_argument("--rounds", type=int, default=1,
                         help="run every workload this many times, in turn, and pool the requests "
@@ -195,7 +205,8 @@ def main() -> None:
     seconds = args.seconds * args.rounds
     base = len(results[0][1].seconds) / seconds
     db = "PostgreSQL" if args.database_url else "SQLite"
-    print(f"{args.clients} clients, {args.seconds:g} s per workload, {args.rounds} round(s), {db}")
+    print(f"{args.clients} clients, {args.seconds:g} s per workload after {args.warmup:g} s "
+          f"untimed, {args.rounds} round(s), {db}")
     print(f"{'workload':28} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'errors':>7} {'vs bare':>8}")
     for name, t in results:
         rate = len(t.seconds) / seconds
