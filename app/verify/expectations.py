@@ -65,8 +65,11 @@ def check(exp: Expectation, result: RunResult) -> CheckResult:
     """Evaluate one expectation against one result."""
     label = exp.label
     if exp.outcome is not None:
-        return CheckResult(label, result.outcome == exp.outcome, f"outcome {exp.outcome}",
-                           f"outcome {result.outcome}")
+        measured = f"outcome {result.outcome}"
+        if result.outcome != exp.outcome and result.diagnosis.strip():
+            # Say why: "outcome error" alone leaves an author (or a CI log) guessing.
+            measured += f": {_short(result.diagnosis.strip().splitlines()[0])}"
+        return CheckResult(label, result.outcome == exp.outcome, f"outcome {exp.outcome}", measured)
 
     if exp.value is not None:
         v = exp.value

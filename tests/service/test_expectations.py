@@ -126,3 +126,12 @@ def test_bucket_overlap_compares_each_reduction_start_with_the_last_gradient() -
     assert not exposed.passed
     missing = check(exp(bucket_overlap={"rank": 0, "iteration": 2, "buckets": [0]}), res)
     assert not missing.passed and missing.measured == "no bucket timeline for that iteration"
+
+
+def test_an_unexpected_outcome_says_why() -> None:
+    failed = result(outcome="error", diagnosis="Rank 1 raised RuntimeError: boom\nmore detail")
+    got = check(exp(outcome="ok"), failed)
+    assert not got.passed
+    assert got.measured == "outcome error: Rank 1 raised RuntimeError: boom"
+    # An expected outcome needs no reason.
+    assert check(exp(outcome="error"), failed).measured == "outcome error"
