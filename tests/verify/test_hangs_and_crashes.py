@@ -160,3 +160,16 @@ def test_exit_status_decides_how_a_rank_ended(run: Run) -> None:
     assert r1.exit_code == 3 and r1.error is not None and r1.error.type == "SystemExit"
     assert result.diagnosis.startswith("Rank 1 failed first: it exited with status 3 (line 5)")
     assert "Rank 0 had finished the snippet" in result.diagnosis
+
+
+def test_a_bare_exit_status_comes_with_the_ranks_last_output(run: Run) -> None:
+    result = run("""
+    import os, sys
+    if rank == 1:
+        print("disk quota gone while writing the checkpoint", file=sys.stderr, flush=True)
+        os._exit(5)
+    """)
+    assert result.outcome == "error"
+    assert result.diagnosis.startswith(
+        "Rank 1 failed first: it exited with status 5 at ")
+    assert "; its last output: disk quota gone while writing the checkpoint." in result.diagnosis

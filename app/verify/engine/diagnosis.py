@@ -92,6 +92,7 @@ class _Story:
     joined_at: int | None = None
     stack_line: int | None = None
     stack_source: str | None = None
+    last_words: str | None = None        # the last line the rank wrote to stderr
     op_counts: dict[str, int] = field(default_factory=dict)
     buckets: int = 0
     shadowed: int = 0
@@ -236,6 +237,10 @@ def _story(rr: RankResult, facts: RunFacts, code_lines: list[str] | None) -> _St
             s.cause = "signal"
     elif rr.exit_code not in (0, None):
         s.cause = "exit_status"
+        # An exit status alone (os._exit, or the harness itself failing) explains nothing;
+        # whatever the rank printed last usually does.
+        s.last_words = next((line for line in reversed(rr.stderr.splitlines()) if line.strip()),
+                            None)
     elif rr.exit_code is None:
         s.cause = "killed" if facts.stop_reason else "signal"
     return s
@@ -291,7 +296,9 @@ def _root_sentence(s: _Story, facts: RunFacts) -> str:
     if s.cause == "signal":
         return f"Rank {s.rank} failed first: it died from {s.signal} at {_t(s.exit_ms)}."
     if s.cause == "exit_status":
-        return f"Rank {s.rank} failed first: it exited with status {s.exit_code}{where} at {_t(s.end_ms)}."
+        said = f"; its last output: {_short(s.last_words, 200)}" if s.last_words else ""
+        return (f"Rank {s.rank} failed first: it exited with status {s.exit_code}{where} "
+                f"at {_t(s.end_ms)}{said}.")
     assert err is not None
     return (f"Rank {s.rank} failed first: {err.type}: {_short(err.message)}{where} "
             f"at {_t(s.error_ms)}.")
