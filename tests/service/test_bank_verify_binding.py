@@ -58,9 +58,15 @@ def _audit(cli: CliRunner, factory: sessionmaker[Session], change) -> tuple[int,
     return result.exit_code, audit
 
 
+def _failed_checks(audit: dict) -> list[str]:
+    """What each failed check measured (with a failed run's diagnosis): the assertion message."""
+    return [f"{combo['params']}: {check['label']}: {check['measured']}"
+            for combo in audit["combos"] for check in combo["checks"] if not check["passed"]]
+
+
 def test_the_bound_fixture_passes(cli_env: CliRunner, session_factory: sessionmaker[Session]) -> None:
     code, audit = _audit(cli_env, session_factory, None)
-    assert code == 0 and audit["passed"] and audit["binding_problems"] == []
+    assert code == 0 and audit["passed"] and audit["binding_problems"] == [], _failed_checks(audit)
 
 
 @pytest.mark.parametrize(("change", "expected"), [
@@ -88,7 +94,7 @@ def test_bank_verify_passes_when_key_and_binding_change_together(
     cli_env: CliRunner, session_factory: sessionmaker[Session],
 ) -> None:
     code, audit = _audit(cli_env, session_factory, lambda d: _binding_to_c(_texts_swapped(d)))
-    assert code == 0 and audit["passed"], audit
+    assert code == 0 and audit["passed"], (_failed_checks(audit), audit["binding_problems"])
 
 
 def test_an_explained_choice_needs_no_measurement(
@@ -103,4 +109,4 @@ def test_an_explained_choice_needs_no_measurement(
             "explained": {"c": "no run can show what a local value would be"}})
 
     code, audit = _audit(cli_env, session_factory, explain_c)
-    assert code == 0 and audit["passed"], audit
+    assert code == 0 and audit["passed"], (_failed_checks(audit), audit["binding_problems"])
