@@ -44,6 +44,9 @@ STACK_FILE = ".stack-{rank}"
 _OWN_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 # Exit status of a rank whose harness itself failed (not the snippet).
 EXIT_HARNESS_FAILED = 70
+# Store keys of the ranks' meeting after init_process_group (_all_connected).
+_CONNECTED_KEY = "ddpdrill/connected"
+_ALL_CONNECTED_KEY = "ddpdrill/all-connected"
 
 
 class Emitter:
@@ -194,6 +197,21 @@ def rank_main(spec: dict[str, Any], rank: int, fds: tuple[int, int, int], port: 
     os._exit(status)
 
 
+def _all_connected(store: dist.Store, world_size: int) -> None:
+    """Return once every rank's init_process_group has returned.
+
+    Gloo's full-mesh connect ends at different moments on the two sides of a pair. A
+    rank whose snippet needs no collective could run it and exit, closing its sockets,
+    while its peer was still finishing the handshake: the peer then failed in setup with
+    "Connection closed by peer" (2 runs in 120, two runs at once, measured). Through
+    the leader's store, not gloo's sockets, so no collective and no gloo byte is added
+    to what the run measures.
+    """
+    if store.add(_CONNECTED_KEY, 1) == world_size:
+        store.set(_ALL_CONNECTED_KEY, "1")
+    store.wait([_ALL_CONNECTED_KEY])
+
+
 def _rank(spec: dict[str, Any], rank: int, fds: tuple[int, int, int], port: int,
           workdir: str, leader_pid: int) -> int:
     _linux.die_with_parent()
@@ -250,6 +268,7 @@ def _rank(spec: dict[str, Any], rank: int, fds: tuple[int, int, int], port: int,
         store = dist.TCPStore("127.0.0.1", port, world_size, False, pg_timeout)
         dist.init_process_group("gloo", store=store, rank=rank, world_size=world_size,
                                 timeout=pg_timeout)
+        _all_connected(store, world_size)
     except BaseException as exc:
         emit("setup_error", **_exception_info(exc))
         raise
