@@ -56,12 +56,6 @@ def rating_for(*, score: float, correct: bool, confidence: str | None,
     return Rating.Good
 
 
-def get_card(*, db_session: Session, learner_id: str, question_id: int) -> ReviewCard | None:
-    """The learner's card for a question, if they have answered it."""
-    return db_session.scalar(select(ReviewCard).where(ReviewCard.learner_id == learner_id,
-                                                      ReviewCard.question_id == question_id))
-
-
 def fsrs_card(card: ReviewCard) -> Card:
     """The stored card as the `fsrs` package's Card."""
     if not card.card:
