@@ -353,17 +353,77 @@ def prepare_default(settings: Settings) -> None:
 def serve(
     host: Annotated[str | None, typer.Option(help="Address to listen on.")] = None,
     port: Annotated[int | None, typer.Option(help="Port to listen on.")] = None,
+    processes: Annotated[int | None, typer.Option(
+        min=1, max=64, help="Web processes sharing the port (PostgreSQL only).")] = None,
 ) -> None:
     """Run the web app (and, by default, an in-process verify worker)."""
     import uvicorn
 
-    from app.main import create_app
-
     settings = get_settings()
-    prepare_default(settings)
-    out.print(f"DDP Drill on http://{host or settings.host}:{port or settings.port}")
-    uvicorn.run(create_app(settings), host=host or settings.host, port=port or settings.port,
-                log_level="info")
+    host, port = host or settings.host, port or settings.port
+    processes = processes or settings.processes
+    if processes > 1 and settings.resolved_database_url.startswith("sqlite"):
+        # Measured (docs/performance.md): two processes on one SQLite file answered no more
+        # than one, because every answer waits for the file's one writer, and the handover
+        # between processes is slower than between threads.
+        out.print("[red]More than one web process needs PostgreSQL:[/red] SQLite has one writer, "
+                  "and one process already keeps it busy. Leave DDPDRILL_PROCESSES at 1, or set "
+                  "DDPDRILL_DATABASE_URL (docs/deploy.md).")
+        raise typer.Exit(2)
+    if processes == 1:
+        from app.main import create_app
+
+        prepare_default(settings)
+        out.print(f"DDP Drill on http://{host}:{port}")
+        uvicorn.run(create_app(settings), host=host, port=port, log_level="info")
+        return
+    _serve_processes(settings, host, port, processes)
+
+
+def _serve_processes(settings: Settings, host: str, port: int, processes: int) -> None:
+    """`processes` uvicorn workers on one port; this process supervises them and runs the
+    verify workers, so a class's runs are executed once however many web processes take
+    requests (they wake the workers through PostgreSQL's NOTIFY)."""
+    import os
+    import shutil
+    import tempfile
+    import threading
+
+    import uvicorn
+
+    # Each process keeps its metrics in files here and /metrics adds them all up
+    # (prometheus_client's multiprocess mode), whichever process a scrape reaches. The
+    # folder is read when prometheus_client is first imported (importing the bank below
+    # imports it), so it is set first.
+    if "prometheus_client" in sys.modules:
+        raise RuntimeError("prometheus_client was imported before its multiprocess folder was set")
+    metrics_dir = tempfile.mkdtemp(prefix="ddpdrill-metrics-")
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir
+    pool = engine = None
+    try:
+        prepare_default(settings)
+        # The web processes sign cookies with one key: made (or read) here, before they start.
+        settings.resolved_secret_key()
+        os.environ["DDPDRILL_WORKERS"] = "0"  # read by the web processes, which run no workers
+        if settings.workers > 0:
+            from app.verify.worker import WorkerPool, warm_engine
+
+            engine = make_engine(settings.resolved_database_url)
+            pool = WorkerPool(make_sessionmaker(engine), settings, settings.workers)
+            threading.Thread(target=warm_engine, args=(settings.sandbox,), name="engine-warmup",
+                             daemon=True).start()
+            pool.start()
+        out.print(f"DDP Drill on http://{host}:{port} ({processes} web processes)")
+        uvicorn.run("app.main:create_app", factory=True, host=host, port=port,
+                    workers=processes, log_level="info")
+    finally:
+        if pool is not None and engine is not None:
+            from app.verify.engine import get_engine
+
+            pool.shutdown(timeout=30)
+            engine.dispose()
+            get_engine(sandbox=settings.sandbox).close()
+        shutil.rmtree(metrics_dir, ignore_errors=True)
 
 
 def main() -> None:

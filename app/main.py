@@ -125,10 +125,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     def read_queue() -> dict[str, Any]:
         with app.state.read_sessionmaker() as session:
-            state = queue_state(db_session=session)
-        pool = getattr(app.state, "worker_pool", None)
-        state["local_workers"] = len(pool.workers) if pool is not None else 0
-        return state
+            return queue_state(db_session=session)
 
     app.state.metrics = AppMetrics(read_queue)
     # Innermost: a session a refused request left open is closed before the refusal goes out.

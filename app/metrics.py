@@ -4,15 +4,21 @@ Counters and histograms that workers update (run duration, lease reclaims) live 
 this process's registry; the queue's state (depth, runs by status, workers holding
 a lease) is read from the database at scrape time, so every web process reports the
 same numbers however many workers and web processes share the database.
+
+Under `serve --processes N` the web processes share one port, so a scrape reaches any
+one of them: there every process writes its values to files in PROMETHEUS_MULTIPROC_DIR
+(set by `serve` before prometheus_client is imported) and /metrics adds up all of them.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -21,14 +27,23 @@ REQUEST_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0
 # Verify run buckets (seconds): most runs take 1–3 s, hangs wait out their timeout.
 RUN_BUCKETS = (0.5, 1.0, 2.0, 3.0, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0)
 
+# Whether values are kept in files shared by `serve`'s processes (prometheus_client reads
+# the same variable once, when it is first imported).
+MULTIPROCESS = bool(os.environ.get("PROMETHEUS_MULTIPROC_DIR"))
+
 # Process-wide: workers are threads of `serve` or of `ddpdrill worker`.
 WORKER_REGISTRY = CollectorRegistry(auto_describe=True)
-RUN_SECONDS = Histogram("ddpdrill_run_duration_seconds", "Wall time of verify runs executed here.",
+RUN_SECONDS = Histogram("ddpdrill_run_duration_seconds",
+                        "Wall time of verify runs this server executed.",
                         ["outcome"], buckets=RUN_BUCKETS, registry=WORKER_REGISTRY)
 LEASE_RECLAIMS = Counter("ddpdrill_lease_reclaims", "Runs claimed again after their lease ran out.",
                          registry=WORKER_REGISTRY)
-RUNS_CLAIMED = Counter("ddpdrill_runs_claimed", "Runs claimed by workers of this process.",
+RUNS_CLAIMED = Counter("ddpdrill_runs_claimed", "Runs claimed by this server's verify workers.",
                        registry=WORKER_REGISTRY)
+# Set by WorkerPool; summed over live processes when several serve one port.
+WORKERS_IN_PROCESS = Gauge("ddpdrill_workers_in_process",
+                           "Verify worker threads running in this server's processes.",
+                           multiprocess_mode="livesum", registry=WORKER_REGISTRY)
 
 
 class QueueCollector(Collector):
@@ -52,9 +67,6 @@ class QueueCollector(Collector):
         yield GaugeMetricFamily("ddpdrill_workers_busy",
                                 "Distinct workers holding a live lease on a run.",
                                 value=state["busy_workers"])
-        yield GaugeMetricFamily("ddpdrill_workers_in_process",
-                                "Verify worker threads started by this process.",
-                                value=state["local_workers"])
 
 
 class AppMetrics:
@@ -62,11 +74,18 @@ class AppMetrics:
 
     def __init__(self, read_queue: Callable[[], dict[str, Any]]) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
+        # With several processes the histogram's values go to its file and are read back,
+        # with every other process's, by the MultiProcessCollector: registering it here
+        # as well would count this process twice.
         self.requests = Histogram("ddpdrill_request_duration_seconds",
                                   "Time to answer HTTP requests, by route template.",
                                   ["method", "route", "status"], buckets=REQUEST_BUCKETS,
-                                  registry=self.registry)
+                                  registry=None if MULTIPROCESS else self.registry)
         self.registry.register(QueueCollector(read_queue))
+        if MULTIPROCESS:
+            MultiProcessCollector(self.registry)
 
     def exposition(self) -> bytes:
+        if MULTIPROCESS:
+            return generate_latest(self.registry)
         return generate_latest(self.registry) + generate_latest(WORKER_REGISTRY)

@@ -1,7 +1,7 @@
 """A class at once: the real server against a bare FastAPI endpoint, 64 clients each.
 
     .venv/bin/python benchmarks/load.py [--clients 64] [--seconds 5] [--warmup 1] [--rounds N]
-                                        [--database-url URL]
+                                        [--database-url URL] [--processes N]
 
 Starts `ddpdrill serve` (the fixture bank, one in-process worker) and, in the same
 run, a bare FastAPI app with one endpoint that parses a small JSON body and returns
@@ -13,7 +13,9 @@ page) and cached Verify requests.
 Prints throughput, p50 and p99 for each and its throughput as a share of the bare
 endpoint's. Without --database-url the server uses a fresh SQLite file; with one
 (PostgreSQL) it uses that database, which must be migrated (`ddpdrill db upgrade`)
-and is loaded with the fixture bank if empty. Figures go in docs/performance.md.
+and is loaded with the fixture bank if empty. --processes N runs `serve --processes N`
+(PostgreSQL only) and the bare endpoint as N uvicorn workers too. Figures go in
+docs/performance.md.
 """
 
 from __future__ import annotations
@@ -71,7 +73,8 @@ def wait_up(url: str, proc: subprocess.Popen[bytes]) -> None:
     raise SystemExit(f"{url} did not start")
 
 
-def start_server(folder: Path, database_url: str | None) -> tuple[subprocess.Popen[bytes], str]:
+def start_server(folder: Path, database_url: str | None,
+                 processes: int) -> tuple[subprocess.Popen[bytes], str]:
     port = free_port()
     env = {**os.environ, "DDPDRILL_DATA_DIR": str(folder / "data"),
            "DDPDRILL_BANK_DIR": str(FIXTURE_BANK), "DDPDRILL_WORKERS": "1"}
@@ -79,7 +82,8 @@ def start_server(folder: Path, database_url: str | None) -> tuple[subprocess.Pop
         env["DDPDRILL_DATABASE_URL"] = database_url
         subprocess.run([sys.executable, "-m", "app.cli", "bank", "import", str(FIXTURE_BANK)],
                        cwd=REPO, env=env, check=True, stdout=subprocess.DEVNULL)
-    proc = subprocess.Popen([sys.executable, "-m", "app.cli", "serve", "--port", str(port)],
+    proc = subprocess.Popen([sys.executable, "-m", "app.cli", "serve", "--port", str(port),
+                             "--processes", str(processes)],
                             cwd=REPO, env=env, stdout=open(folder / "server.log", "wb"),  # noqa: SIM115
                             stderr=subprocess.STDOUT, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
@@ -87,13 +91,15 @@ def start_server(folder: Path, database_url: str | None) -> tuple[subprocess.Pop
     return proc, url
 
 
-def start_bare(folder: Path) -> tuple[subprocess.Popen[bytes], str]:
+def start_bare(folder: Path, processes: int) -> tuple[subprocess.Popen[bytes], str]:
     (folder / "bare_app.py").write_text(BARE_APP)
     port = free_port()
-    # The same uvicorn settings `ddpdrill serve` uses: uvicorn.run(app, host, port, log_level="info").
-    code = ("import sys, uvicorn; sys.path.insert(0, sys.argv[1]); import bare_app; "
-            "uvicorn.run(bare_app.app, host='127.0.0.1', port=int(sys.argv[2]), log_level='info')")
-    proc = subprocess.Popen([sys.executable, "-c", code, str(folder), str(port)],
+    # The same uvicorn settings `ddpdrill serve` uses: uvicorn.run(app, host, port,
+    # log_level="info"), with `workers` as `serve --processes` sets it.
+    code = ("import sys, uvicorn; n = int(sys.argv[3]); "
+            "uvicorn.run('bare_app:app', app_dir=sys.argv[1], host='127.0.0.1', "
+            "port=int(sys.argv[2]), log_level='info', workers=n if n > 1 else None)")
+    proc = subprocess.Popen([sys.executable, "-c", code, str(folder), str(port), str(processes)],
                             stdout=open(folder / "bare.log", "wb"),  # noqa: SIM115
                             stderr=subprocess.STDOUT, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
@@ -186,14 +192,17 @@ def main() -> None:
                              "requests (a learner row, three new review cards each) arrive at "
                              "once, which is the start of a class, not its steady state")
     parser.add_argument("--database-url", default=None)
+    parser.add_argument("--processes", type=int, default=1,
+                        help="web processes of `serve` (PostgreSQL only), and uvicorn workers "
+                             "of the bare endpoint")
     parser.add_argument("--rounds", type=int, default=1,
                         help="run every workload this many times, in turn, and pool the requests "
                              "(a two-core machine's figures vary ±15%% from one 5 s run to the next)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        server_proc, server = start_server(folder, args.database_url)
-        bare_proc, bare = start_bare(folder)
+        server_proc, server = start_server(folder, args.database_url, args.processes)
+        bare_proc, bare = start_bare(folder, args.processes)
         try:
             rounds = [asyncio.run(main_async(args, server, bare)) for _ in range(args.rounds)]
         finally:
@@ -206,7 +215,7 @@ def main() -> None:
     base = len(results[0][1].seconds) / seconds
     db = "PostgreSQL" if args.database_url else "SQLite"
     print(f"{args.clients} clients, {args.seconds:g} s per workload after {args.warmup:g} s "
-          f"untimed, {args.rounds} round(s), {db}")
+          f"untimed, {args.rounds} round(s), {db}, {args.processes} web process(es)")
     print(f"{'workload':28} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'errors':>7} {'vs bare':>8}")
     for name, t in results:
         rate = len(t.seconds) / seconds

@@ -290,3 +290,80 @@ def test_worker_and_serve_start_and_stop_cleanly_on_sigterm(deployment: Deployme
     output = "".join(seen)
     assert "Application shutdown complete." in output
     assert "Traceback" not in output, output
+
+
+@pytest.mark.timeout(600)
+def test_serve_processes_share_one_port_on_postgresql_and_are_refused_on_sqlite(
+        deployment: Deployment, tmp_path: Path) -> None:
+    d = deployment
+    if d.kind != "postgresql":
+        result = d.run("serve", "--processes", "2")
+        assert result.returncode == 2, result.stdout + result.stderr
+        assert "More than one web process needs PostgreSQL" in result.stdout
+        assert "Traceback" not in result.stdout + result.stderr
+        return
+
+    _ok(d.run("db", "upgrade"))
+    # The metrics folder is made under TMPDIR: here, so the test can see it go away.
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    d.env["TMPDIR"] = str(scratch)
+    port = _free_port()
+    base = f"http://127.0.0.1:{port}"
+    seen: list[str] = []
+    with d.start("serve", "--port", port, "--processes", "2") as server:
+        try:
+            _read_until(server, "(2 web processes)", seen)
+            _read_until(server, "Application startup complete.", seen)
+            _read_until(server, "Application startup complete.", seen)
+            pids = {line.split("[")[1].split("]")[0] for line in seen
+                    if "Started server process" in line}
+            assert len(pids) == 2, "".join(seen)
+            assert len(list(scratch.glob("ddpdrill-metrics-*"))) == 1
+
+            def answer(count: int) -> None:
+                for i in range(count):
+                    request = urllib.request.Request(
+                        f"{base}/api/v1/questions/fixture-single/attempts", method="POST",
+                        data=json.dumps({"answer": "b"}).encode(),
+                        headers={"Content-Type": "application/json"})
+                    with urllib.request.urlopen(request, timeout=30) as response:
+                        assert response.status == 200, i
+
+            # Every answer, each on a new connection (whichever process takes it), is stored once.
+            answer(30)
+            assert d.scalar("SELECT count(*) FROM attempts") == 30
+
+            # Whichever process answers a scrape, it reports every process's requests.
+            route = 'route="/api/v1/questions/{slug}/attempts",status="200"} 30.0'
+            for _ in range(6):
+                with urllib.request.urlopen(f"{base}/metrics", timeout=30) as response:
+                    body = response.read().decode()
+                assert route in body, body
+                assert "ddpdrill_workers_in_process 1.0" in body
+
+            # A web process killed outright is replaced, and the port keeps answering.
+            os.kill(int(pids.pop()), signal.SIGKILL)
+            _read_until(server, "Started server process", seen)
+            _read_until(server, "Application startup complete.", seen)
+            answer(5)
+            assert d.scalar("SELECT count(*) FROM attempts") == 35
+
+            # The web processes run no workers; the supervising process's worker executes
+            # the runs the bank import queued, woken through PostgreSQL.
+            deadline = time.monotonic() + 240
+            while time.monotonic() < deadline:
+                pending = d.scalar("SELECT count(*) FROM runs WHERE status IN ('queued', 'running')")
+                if pending == 0:
+                    break
+                time.sleep(0.5)
+            assert pending == 0
+            assert d.scalar("SELECT count(*) FROM runs WHERE status = 'done'") > 0
+            assert _stop(server, seen) in (0, -signal.SIGTERM), "".join(seen)
+        finally:
+            if server.poll() is None:
+                server.kill()
+    output = "".join(seen)
+    assert output.count("Application shutdown complete.") == 2, output  # the two alive at the end
+    assert "Traceback" not in output, output
+    assert not list(scratch.glob("ddpdrill-metrics-*"))

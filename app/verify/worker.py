@@ -231,6 +231,7 @@ class WorkerPool:
         self.threads: list[threading.Thread] = []
 
     def start(self) -> None:
+        metrics.WORKERS_IN_PROCESS.inc(len(self.workers))
         for i, w in enumerate(self.workers):
             t = threading.Thread(target=w.loop, name=f"verify-worker-{i}", daemon=True)
             t.start()
@@ -268,6 +269,8 @@ class WorkerPool:
         A run still going after `timeout` is given back to the queue without counting an
         attempt, so another worker takes it at once instead of after its lease.
         """
+        if not self.stop.is_set() and self.threads:
+            metrics.WORKERS_IN_PROCESS.dec(len(self.workers))
         self.stop.set()
         self.wakeup.set()
         for t in self.threads:
