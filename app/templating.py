@@ -42,7 +42,7 @@ def make_templates() -> Jinja2Templates:
     env = templates.env
     # Templates ship with the app and do not change while it runs. Jinja's default looks at
     # every template's file (a stat) each time one is extended or included, six or seven
-    # times per question page: 40 % of the page's rendering time (docs/performance.md).
+    # times per question page (docs/performance.md).
     env.auto_reload = False
     env.filters["markdown"] = render_markdown
     env.filters["inline"] = render_inline
