@@ -8,6 +8,8 @@ import inspect
 from collections.abc import AsyncIterator, Callable
 from typing import Annotated, Any
 
+import anyio
+import anyio.to_thread
 from fastapi import Depends, HTTPException, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from fastapi.routing import APIRoute
@@ -20,6 +22,7 @@ from app.accounts.sessions import read_session
 from app.clock import Clock
 from app.csrf import require_csrf
 from app.db import REQUEST_SESSIONS, RequestSessions
+from app.errors import Busy
 from app.practice.learners import account_learner_id
 from app.settings import Settings
 
@@ -117,8 +120,33 @@ def commit_when_done(endpoint: Callable[..., Any], *, response_model: Any = None
                             media_type="application/json")
         return result
 
-    run_and_commit.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
-    return run_and_commit
+    @functools.wraps(endpoint)
+    async def dispatch(*args: Any, **kwargs: Any) -> Any:
+        request: Request = kwargs[request_param]
+        call = functools.partial(run_and_commit, *args, **kwargs)
+        writers: anyio.CapacityLimiter | None = getattr(request.app.state, "write_limiter", None)
+        if writers is None or request.method in ("GET", "HEAD"):
+            return await anyio.to_thread.run_sync(call)
+        # Requests that may write run a few at a time (DDPDRILL_WRITE_THREADS) and the
+        # rest wait here, on the event loop, in order of arrival. With every one of 32
+        # threads inside a view, each view shared the interpreter with 31 others and SQLite's
+        # writer went to whichever thread woke first: an answer took ~100 ms of wall time for
+        # 3 ms of work, and the unlucky ones far longer (docs/performance.md). GET requests
+        # and /healthz keep the whole pool, so writes queued behind a locked database never
+        # hold up pages. The wait is bounded like admission's: past it, 503 and Retry-After.
+        acquired = False
+        with anyio.move_on_after(request.app.state.settings.admission_wait_s):
+            await writers.acquire()
+            acquired = True
+        if not acquired:
+            raise Busy("The server is busy; try again in a moment.")
+        try:
+            return await anyio.to_thread.run_sync(call)
+        finally:
+            writers.release()
+
+    dispatch.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
+    return dispatch
 
 
 class CommittingRoute(APIRoute):

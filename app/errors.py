@@ -19,6 +19,10 @@ class RateLimited(Exception):
         self.retry_after_s = retry_after_s
 
 
+class Busy(Exception):
+    """The server is at capacity for this kind of request; the client may retry (503)."""
+
+
 class TooLarge(ValueError):
     """A submission is over its size cap (413)."""
 

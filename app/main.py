@@ -26,7 +26,7 @@ from app.authoring import views as authoring_views
 from app.clock import Clock
 from app.db import make_engine, make_sessionmaker, read_sessionmaker
 from app.deps import LoginRequired
-from app.errors import InvalidInput, NotFound, RateLimited, TooLarge
+from app.errors import Busy, InvalidInput, NotFound, RateLimited, TooLarge
 from app.identity import LearnerCookieMiddleware
 from app.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from app.metrics import AppMetrics
@@ -101,6 +101,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         # The views' thread pool and the database pool are sized together: every
         # thread can hold a connection, so no view waits for one while holding a thread.
         anyio.to_thread.current_default_thread_limiter().total_tokens = settings.threads
+        # Of those threads, requests that may write use at most this many (deps.commit_when_done).
+        app.state.write_limiter = anyio.CapacityLimiter(min(settings.write_threads, settings.threads))
         pool = None
         if settings.workers > 0:
             pool = WorkerPool(app.state.sessionmaker, settings, settings.workers)
@@ -231,6 +233,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             return error_page(request, 422, [{"loc": ["body", "params", exc.knob], "msg": exc.message,
                                               "type": "knob"}])
         return error_page(request, 422, str(exc))
+
+    @app.exception_handler(Busy)
+    async def busy(request: Request, exc: Busy) -> Response:
+        return error_page(request, 503, str(exc), {"Retry-After": str(OVERLOAD_RETRY_AFTER_S)})
 
     @app.exception_handler(PoolTimeout)
     @app.exception_handler(OperationalError)

@@ -223,6 +223,13 @@ def main() -> None:
               f"{len(t.errors):7d} {rate / base:8.0%}")
         if t.errors:
             print(f"    errors: {sorted(set(t.errors))[:5]}")
+    if args.rounds > 1:
+        # Pooled percentiles mix rounds run at different machine speeds (a slow round's
+        # median becomes the pool's tail); each round's own p99 shows the spread within one.
+        print("p99 ms of each round:")
+        for i, (name, _) in enumerate(results):
+            rounds_p99 = "  ".join(f"{r[i][1].percentile(99) * 1000:.0f}" for r in rounds)
+            print(f"  {name:26} {rounds_p99}")
 
 
 if __name__ == "__main__":
