@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Annotated
 
@@ -292,6 +292,30 @@ def admin_list() -> None:
         print(f"{name}\t{role}\t{'active' if active else 'inactive'}")
 
 
+@contextmanager
+def _running_workers(settings: Settings, count: int, stop_timeout: float | None) -> Iterator[None]:
+    """`count` verify workers in threads of this process, for as long as the block runs;
+    on leaving it they finish (or, after `stop_timeout`, hand back) the runs in hand."""
+    import threading
+
+    from app.verify.engine import get_engine
+    from app.verify.worker import WorkerPool, warm_engine
+
+    engine = make_engine(settings.resolved_database_url)
+    pool = WorkerPool(make_sessionmaker(engine), settings, count)
+    # Start the rank pool now, so the first run (perhaps one a dead worker left behind)
+    # does not also wait for torch to import.
+    threading.Thread(target=warm_engine, args=(settings.sandbox,), name="engine-warmup",
+                     daemon=True).start()
+    pool.start()
+    try:
+        yield
+    finally:
+        pool.shutdown(timeout=stop_timeout)
+        engine.dispose()
+        get_engine(sandbox=settings.sandbox).close()
+
+
 @app.command()
 def worker(
     concurrency: Annotated[int, typer.Option(min=1, max=8, help="Runs executed at once.")] = 1,
@@ -300,13 +324,11 @@ def worker(
     import signal
     import threading
 
-    from app.verify.worker import WorkerPool, warm_engine
+    from app.verify.engine import sandbox_status
 
     settings = get_settings()
     if settings.uses_default_database:
         _upgrade(settings)
-    engine = make_engine(settings.resolved_database_url)
-    pool = WorkerPool(make_sessionmaker(engine), settings, concurrency)
     stopping = threading.Event()
     received: list[int] = []
 
@@ -318,22 +340,13 @@ def worker(
 
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, _stop)
-    from app.verify.engine import get_engine, sandbox_status
-
     state, message = sandbox_status(settings.sandbox)
     out.print(f"Sandbox {state}: {message}.")
-    # Start the rank pool now, so this worker's first run (perhaps one a dead worker
-    # left behind) does not also wait for torch to import.
-    threading.Thread(target=warm_engine, args=(settings.sandbox,), name="engine-warmup",
-                     daemon=True).start()
-    pool.start()
-    out.print(f"{concurrency} worker(s) waiting for runs.")
-    while not stopping.wait(0.5):
-        pass
-    out.print(f"Signal {received[0]}: finishing the runs in hand, then stopping.")
-    pool.shutdown()
-    engine.dispose()
-    get_engine(sandbox=settings.sandbox).close()
+    with _running_workers(settings, concurrency, stop_timeout=None):
+        out.print(f"{concurrency} worker(s) waiting for runs.")
+        while not stopping.wait(0.5):
+            pass
+        out.print(f"Signal {received[0]}: finishing the runs in hand, then stopping.")
     out.print("Workers stopped.")
 
 
@@ -387,7 +400,6 @@ def _serve_processes(settings: Settings, host: str, port: int, processes: int) -
     import os
     import shutil
     import tempfile
-    import threading
 
     import uvicorn
 
@@ -399,30 +411,18 @@ def _serve_processes(settings: Settings, host: str, port: int, processes: int) -
         raise RuntimeError("prometheus_client was imported before its multiprocess folder was set")
     metrics_dir = tempfile.mkdtemp(prefix="ddpdrill-metrics-")
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir
-    pool = engine = None
     try:
         prepare_default(settings)
         # The web processes sign cookies with one key: made (or read) here, before they start.
         settings.resolved_secret_key()
         os.environ["DDPDRILL_WORKERS"] = "0"  # read by the web processes, which run no workers
-        if settings.workers > 0:
-            from app.verify.worker import WorkerPool, warm_engine
-
-            engine = make_engine(settings.resolved_database_url)
-            pool = WorkerPool(make_sessionmaker(engine), settings, settings.workers)
-            threading.Thread(target=warm_engine, args=(settings.sandbox,), name="engine-warmup",
-                             daemon=True).start()
-            pool.start()
-        out.print(f"DDP Drill on http://{host}:{port} ({processes} web processes)")
-        uvicorn.run("app.main:create_app", factory=True, host=host, port=port,
-                    workers=processes, log_level="info")
+        workers = (_running_workers(settings, settings.workers, stop_timeout=30)
+                   if settings.workers > 0 else nullcontext())
+        with workers:
+            out.print(f"DDP Drill on http://{host}:{port} ({processes} web processes)")
+            uvicorn.run("app.main:create_app", factory=True, host=host, port=port,
+                        workers=processes, log_level="info")
     finally:
-        if pool is not None and engine is not None:
-            from app.verify.engine import get_engine
-
-            pool.shutdown(timeout=30)
-            engine.dispose()
-            get_engine(sandbox=settings.sandbox).close()
         shutil.rmtree(metrics_dir, ignore_errors=True)
 
 
