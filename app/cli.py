@@ -394,15 +394,17 @@ def serve(
 
 
 def _serve_processes(settings: Settings, host: str, port: int, processes: int) -> None:
-    """`processes` uvicorn workers on one port; this process supervises them and runs the
-    verify workers, so a class's runs are executed once however many web processes take
-    requests (they wake the workers through PostgreSQL's NOTIFY)."""
+    """`processes` uvicorn processes on one port, each listening on a socket of its own
+    (app/webprocs.py); this process supervises them and runs the verify workers, so a
+    class's runs are executed once however many web processes take requests (they wake
+    the workers through PostgreSQL's NOTIFY)."""
     import os
     import shutil
     import tempfile
 
-    import uvicorn
+    from app.webprocs import reserve, serve_processes
 
+    reserved = reserve(host, port)  # a taken port fails now, before any worker starts
     # Each process keeps its metrics in files here and /metrics adds them all up
     # (prometheus_client's multiprocess mode), whichever process a scrape reaches. The
     # folder is read when prometheus_client is first imported (importing the bank below
@@ -420,9 +422,10 @@ def _serve_processes(settings: Settings, host: str, port: int, processes: int) -
                    if settings.workers > 0 else nullcontext())
         with workers:
             out.print(f"DDP Drill on http://{host}:{port} ({processes} web processes)")
-            uvicorn.run("app.main:create_app", factory=True, host=host, port=port,
-                        workers=processes, log_level="info")
+            serve_processes("app.main:create_app", reserved, factory=True, processes=processes,
+                            log_level="info")
     finally:
+        reserved.close()
         shutil.rmtree(metrics_dir, ignore_errors=True)
 
 

@@ -95,11 +95,15 @@ def start_bare(folder: Path, processes: int) -> tuple[subprocess.Popen[bytes], s
     (folder / "bare_app.py").write_text(BARE_APP)
     port = free_port()
     # The same uvicorn settings `ddpdrill serve` uses: uvicorn.run(app, host, port,
-    # log_level="info"), with `workers` as `serve --processes` sets it.
-    code = ("import sys, uvicorn; n = int(sys.argv[3]); "
-            "uvicorn.run('bare_app:app', app_dir=sys.argv[1], host='127.0.0.1', "
-            "port=int(sys.argv[2]), log_level='info', workers=n if n > 1 else None)")
-    proc = subprocess.Popen([sys.executable, "-c", code, str(folder), str(port), str(processes)],
+    # log_level="info"), or app.webprocs.serve_processes (a listening socket per process)
+    # as `serve --processes` runs it.
+    code = ("import sys, uvicorn; sys.path.insert(0, sys.argv[1]); sys.path.insert(0, sys.argv[4]); "
+            "from app.webprocs import reserve, serve_processes; n, port = int(sys.argv[3]), "
+            "int(sys.argv[2]); serve_processes('bare_app:app', reserve('127.0.0.1', port), "
+            "processes=n, log_level='info') if n > 1 else uvicorn.run('bare_app:app', "
+            "host='127.0.0.1', port=port, log_level='info')")
+    proc = subprocess.Popen([sys.executable, "-c", code, str(folder), str(port), str(processes),
+                             str(REPO)],
                             stdout=open(folder / "bare.log", "wb"),  # noqa: SIM115
                             stderr=subprocess.STDOUT, start_new_session=True)
     url = f"http://127.0.0.1:{port}"

@@ -14,6 +14,7 @@ in the order a new deployment would run them.
 from __future__ import annotations
 
 import filecmp
+import http.client
 import json
 import os
 import signal
@@ -292,6 +293,37 @@ def test_worker_and_serve_start_and_stop_cleanly_on_sigterm(deployment: Deployme
     assert "Traceback" not in output, output
 
 
+def _open_connections(port: int, count: int) -> list[http.client.HTTPConnection]:
+    """`count` keep-alive connections, opened together, each having had one answered request."""
+    conns = [http.client.HTTPConnection("127.0.0.1", port, timeout=30) for _ in range(count)]
+    for conn in conns:
+        conn.connect()
+    for conn in conns:
+        conn.request("GET", "/healthz")
+        response = conn.getresponse()
+        response.read()
+        assert response.status == 200
+    return conns
+
+
+def _connection_owners(port: int, pids: set[int]) -> dict[int, int]:
+    """How many established connections to `port` each of `pids` holds (read from /proc)."""
+    inodes: dict[str, int] = {}
+    for pid in pids:
+        for fd in Path(f"/proc/{pid}/fd").iterdir():
+            target = os.readlink(fd) if fd.is_symlink() else ""
+            if target.startswith("socket:["):
+                inodes[target[8:-1]] = pid
+    owners: dict[int, int] = {}
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            local_port, state, inode = int(fields[1].rsplit(":", 1)[1], 16), fields[3], fields[9]
+            if local_port == port and state == "01" and inode in inodes:  # 01: ESTABLISHED
+                owners[inodes[inode]] = owners.get(inodes[inode], 0) + 1
+    return owners
+
+
 @pytest.mark.timeout(600)
 def test_serve_processes_share_one_port_on_postgresql_and_are_refused_on_sqlite(
         deployment: Deployment, tmp_path: Path) -> None:
@@ -333,6 +365,20 @@ def test_serve_processes_share_one_port_on_postgresql_and_are_refused_on_sqlite(
             # Every answer, each on a new connection (whichever process takes it), is stored once.
             answer(30)
             assert d.scalar("SELECT count(*) FROM attempts") == 30
+
+            # Keep-alive connections opened at once are shared out: each process listens on a
+            # socket of its own (app/webprocs.py). On one shared socket, one process took all
+            # of them. (All 24 on one process by chance: 2 in 2**24.)
+            held = _open_connections(port, 24)
+            owners = _connection_owners(port, {int(pid) for pid in pids})
+            assert sum(owners.values()) == 24 and len(owners) == 2, owners
+            for conn in held:
+                conn.close()
+
+            # A second server on the same port is refused, not silently given half the clients.
+            taken = d.run("serve", "--port", str(port), "--processes", "2")
+            assert taken.returncode == 1, taken.stdout + taken.stderr
+            assert f"something already listens on 127.0.0.1:{port}" in taken.stderr
 
             # Whichever process answers a scrape, it reports every process's requests.
             route = 'route="/api/v1/questions/{slug}/attempts",status="200"} 30.0'
