@@ -367,7 +367,7 @@ def serve(
     host: Annotated[str | None, typer.Option(help="Address to listen on.")] = None,
     port: Annotated[int | None, typer.Option(help="Port to listen on.")] = None,
     processes: Annotated[int | None, typer.Option(
-        min=1, max=64, help="Web processes sharing the port (PostgreSQL only).")] = None,
+        min=1, max=64, help="Web processes sharing the port.")] = None,
 ) -> None:
     """Run the web app (and, by default, an in-process verify worker)."""
     import uvicorn
@@ -375,14 +375,6 @@ def serve(
     settings = get_settings()
     host, port = host or settings.host, port or settings.port
     processes = processes or settings.processes
-    if processes > 1 and settings.resolved_database_url.startswith("sqlite"):
-        # Measured (docs/performance.md): two processes on one SQLite file answered no more
-        # than one, because every answer waits for the file's one writer, and the handover
-        # between processes is slower than between threads.
-        out.print("[red]More than one web process needs PostgreSQL:[/red] SQLite has one writer, "
-                  "and one process already keeps it busy. Leave DDPDRILL_PROCESSES at 1, or set "
-                  "DDPDRILL_DATABASE_URL (docs/deploy.md).")
-        raise typer.Exit(2)
     if processes == 1:
         from app.main import create_app
 
@@ -397,7 +389,7 @@ def _serve_processes(settings: Settings, host: str, port: int, processes: int) -
     """`processes` uvicorn processes on one port, each listening on a socket of its own
     (app/webprocs.py); this process supervises them and runs the verify workers, so a
     class's runs are executed once however many web processes take requests (they wake
-    the workers through PostgreSQL's NOTIFY)."""
+    the workers through PostgreSQL's NOTIFY, or on SQLite app/wake.py)."""
     import os
     import shutil
     import tempfile

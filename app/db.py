@@ -5,6 +5,8 @@ Making an engine or a session factory registers every model (see register_models
 
 from __future__ import annotations
 
+import fcntl
+import os
 import sqlite3
 import threading
 from collections.abc import Iterator
@@ -97,10 +99,16 @@ class SQLiteConnection(sqlite3.Connection):
     SQLite lets one connection write at a time. Threads of one process that wait
     in SQLite's busy handler sleep in growing steps (up to 100 ms) and wake in no
     order; waiting on a Python lock hands the database over the moment the
-    writer commits.
+    writer commits. Between processes (`serve --processes N`, `ddpdrill worker`) the
+    same goes for a file lock (flock on `<database>-writer`), taken after the
+    process's own lock, so at most one thread per process waits for it: with SQLite's
+    busy handler between two web processes, answers' p99 was ~1 s, with the file lock
+    ~180 ms (docs/performance.md). A process that dies holding it lets go with it.
     """
 
     writer_lock: threading.Lock
+    # An open file beside the database: its flock is the writer lock between processes.
+    writer_file: int | None = None
     holds_writer_lock = False
 
     def acquire_writer(self) -> None:
@@ -108,12 +116,23 @@ class SQLiteConnection(sqlite3.Connection):
             return
         if not self.writer_lock.acquire(timeout=SQLITE_WRITER_WAIT_S):
             raise sqlite3.OperationalError("database is locked (waited for this process's writer)")
+        if self.writer_file is not None:
+            try:
+                fcntl.flock(self.writer_file, fcntl.LOCK_EX)
+            except BaseException:
+                self.writer_lock.release()
+                raise
         self.holds_writer_lock = True
+
+    def _unlock(self) -> None:
+        self.holds_writer_lock = False
+        if self.writer_file is not None:
+            fcntl.flock(self.writer_file, fcntl.LOCK_UN)
+        self.writer_lock.release()
 
     def release_writer(self) -> None:
         if self.holds_writer_lock and not self.in_transaction:
-            self.holds_writer_lock = False
-            self.writer_lock.release()
+            self._unlock()
 
     def commit(self) -> None:
         try:
@@ -132,8 +151,10 @@ class SQLiteConnection(sqlite3.Connection):
             super().close()
         finally:
             if self.holds_writer_lock:
-                self.holds_writer_lock = False
-                self.writer_lock.release()
+                self._unlock()
+            if self.writer_file is not None:
+                os.close(self.writer_file)
+                self.writer_file = None
 
 
 _WRITES = ("INSERT", "UPDATE", "DELETE", "REPLACE")
@@ -154,11 +175,16 @@ def make_engine(url: str, *, pool_size: int = 40) -> Engine:
         )
         event.listen(engine, "connect", _sqlite_pragmas)
         writer_lock = threading.Lock()
+        database = engine.url.database or ""
+        shared_file = database not in ("", ":memory:") and not database.startswith("file:")
 
         @event.listens_for(engine, "connect")
         def _no_autobegin(dbapi_connection: Any, _record: Any) -> None:
             dbapi_connection.isolation_level = None
             dbapi_connection.writer_lock = writer_lock
+            if shared_file:
+                dbapi_connection.writer_file = os.open(f"{database}-writer",
+                                                       os.O_RDWR | os.O_CREAT, 0o600)
 
         # A deferred transaction that reads and then writes fails with
         # SQLITE_BUSY when another connection wrote in between, and the busy

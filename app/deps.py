@@ -25,6 +25,7 @@ from app.db import REQUEST_SESSIONS, RequestSessions
 from app.errors import Busy
 from app.practice.learners import account_learner_id
 from app.settings import Settings
+from app.wake import wake_all
 
 # Requests with these methods only read (the few GET views that write take WriteSessionDep).
 READ_METHODS = {"GET", "HEAD", "OPTIONS"}
@@ -275,10 +276,14 @@ def client_ip(request: Request) -> str:
 
 
 def notify_workers(request: Request) -> None:
-    """Wake this process's verify workers (if it has any) for a run just queued."""
+    """Wake the verify workers for a run just queued (and committed): this process's by an
+    event, and on SQLite every other process's too (PostgreSQL's NOTIFY wakes those)."""
     pool = getattr(request.app.state, "worker_pool", None)
     if pool is not None:
         pool.notify()
+    folder = request.app.state.wake_folder
+    if folder is not None:
+        wake_all(folder)
 
 
 def is_htmx(request: Request) -> bool:

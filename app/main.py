@@ -51,6 +51,7 @@ from app.verify.engine import sandbox_status
 from app.verify.knobs import InvalidKnob
 from app.verify.service import queue_state
 from app.verify.worker import WorkerPool, warm_engine
+from app.wake import wake_folder
 
 # Swagger UI for /docs, vendored and pinned (static/vendor/README.md).
 SWAGGER_UI = "/static/vendor/swagger-ui-5.35.0"
@@ -123,6 +124,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.clock = Clock(settings.clock_offset_file)
     app.state.engine = engine
     app.state.sessionmaker = make_sessionmaker(engine)
+    app.state.wake_folder = wake_folder(settings.resolved_database_url)
     app.state.read_sessionmaker = read_sessionmaker(engine)
 
     def read_queue() -> dict[str, Any]:

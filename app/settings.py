@@ -30,7 +30,7 @@ class Settings(BaseSettings):
 
     host: str = "127.0.0.1"
     port: int = 8000
-    # Web processes `serve` runs on its one port (PostgreSQL only; see docs/deploy.md).
+    # Web processes `serve` runs on its one port (see docs/deploy.md).
     processes: int = Field(1, ge=1, le=64)
 
     # Threads that run views (each holds at most one database connection, so the
