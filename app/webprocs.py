@@ -18,6 +18,9 @@ listening, so the port is reserved and a taken port fails at once, as with one p
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import os
+import signal
 import socket
 import sys
 from collections.abc import Iterator
@@ -25,6 +28,8 @@ from typing import Any
 
 import uvicorn
 from uvicorn.supervisors import multiprocess
+
+PR_SET_PDEATHSIG = 1  # prctl(2)
 
 
 def _own_listener(shared: socket.socket, backlog: int) -> socket.socket:
@@ -38,11 +43,32 @@ def _own_listener(shared: socket.socket, backlog: int) -> socket.socket:
     return own
 
 
+def _exit_with_parent(parent: int) -> None:
+    """Have the kernel send this process SIGTERM when its parent dies (Linux).
+
+    A supervisor killed outright (SIGKILL, the OOM killer) cannot stop its web processes;
+    left running, they would keep serving the port, and the restarted `serve` would find
+    it taken.
+    """
+    if not sys.platform.startswith("linux"):
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    if os.getppid() != parent:  # it died before the request was in place
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
 class OwnSocketProcess(multiprocess.Process):
-    """uvicorn's worker process, serving a listening socket of its own."""
+    """uvicorn's worker process, serving a listening socket of its own, and ending with its
+    supervisor."""
+
+    def __init__(self, config: uvicorn.Config, sockets: list[socket.socket]) -> None:
+        super().__init__(config, sockets)
+        self.parent = os.getpid()
 
     def target(self, sockets: list[socket.socket] | None = None) -> None:  # pragma: no cover
         # Runs in the child process (the subprocess tests cover it).
+        _exit_with_parent(self.parent)
         super().target([_own_listener(s, self.config.backlog) for s in sockets or []])
 
 

@@ -13,6 +13,7 @@ in the order a new deployment would run them.
 
 from __future__ import annotations
 
+import contextlib
 import filecmp
 import http.client
 import json
@@ -405,3 +406,46 @@ def test_serve_processes_share_one_port(deployment: Deployment, tmp_path: Path) 
     assert output.count("Application shutdown complete.") == 2, output  # the two alive at the end
     assert "Traceback" not in output, output
     assert not list(scratch.glob("ddpdrill-metrics-*"))
+
+
+def _gone(pid: int) -> bool:
+    """True once `pid` has exited (a zombie not yet reaped by its dead parent's heir counts)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return True
+    return state == "Z"
+
+
+@pytest.mark.timeout(300)
+def test_web_processes_end_when_their_supervisor_is_killed(tmp_path: Path) -> None:
+    """`serve --processes 2` killed outright (SIGKILL, the OOM killer) cannot stop its web
+    processes; they end with it (PR_SET_PDEATHSIG) and the port is free for a restart."""
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {**_clean_env(home), "DDPDRILL_BANK_DIR": str(FIXTURE_BANK),
+           "DDPDRILL_DATA_DIR": str(tmp_path / "data"), "DDPDRILL_WORKERS": "0"}
+    d = Deployment("default", home, f"sqlite:///{tmp_path / 'data' / 'ddpdrill.db'}", env)
+    port = _free_port()
+    seen: list[str] = []
+    pids: list[int] = []
+    with d.start("serve", "--port", port, "--processes", "2") as server:
+        try:
+            _read_until(server, "Application startup complete.", seen)
+            _read_until(server, "Application startup complete.", seen)
+            pids += [int(line.split("[")[1].split("]")[0]) for line in seen
+                     if "Started server process" in line]
+            assert len(pids) == 2, "".join(seen)
+            server.kill()
+            server.wait()
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline and not all(_gone(pid) for pid in pids):
+                time.sleep(0.1)
+            assert all(_gone(pid) for pid in pids), pids
+        finally:
+            for pid in pids:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+    # The port is free again: a new server can listen on it.
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", port))
