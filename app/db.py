@@ -183,8 +183,11 @@ def make_engine(url: str, *, pool_size: int = 40) -> Engine:
             dbapi_connection.isolation_level = None
             dbapi_connection.writer_lock = writer_lock
             if shared_file:
-                dbapi_connection.writer_file = os.open(f"{database}-writer",
-                                                       os.O_RDWR | os.O_CREAT, 0o600)
+                try:
+                    dbapi_connection.writer_file = os.open(f"{database}-writer",
+                                                           os.O_RDWR | os.O_CREAT, 0o600)
+                except OSError:  # a folder we may not write in: reading works, writing fails anyway
+                    dbapi_connection.writer_file = None
 
         # A deferred transaction that reads and then writes fails with
         # SQLITE_BUSY when another connection wrote in between, and the busy

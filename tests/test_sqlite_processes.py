@@ -122,3 +122,21 @@ def test_only_sqlite_files_have_a_wake_folder() -> None:
     assert wake_folder("postgresql+psycopg://postgres@127.0.0.1:5432/test") is None
     assert wake_folder("sqlite://") is None
     assert wake_folder("sqlite:///:memory:") is None
+
+
+
+def test_a_writer_file_that_cannot_be_opened_leaves_reading_working(tmp_path: Path) -> None:
+    """E.g. a folder the server may not write in (simulated: root may write anywhere)."""
+    db = tmp_path / "drill.db"
+    engine = make_engine(f"sqlite:///{db}")
+    with engine.begin() as conn:
+        conn.execute(text("CREATE TABLE t (n INTEGER)"))
+        conn.execute(text("INSERT INTO t VALUES (7)"))
+    engine.dispose()
+    Path(f"{db}-writer").unlink()
+    Path(f"{db}-writer").mkdir()  # opening it for writing fails, whoever we are
+    engine = make_engine(f"sqlite:///{db}")
+    read = read_sessionmaker(engine)()
+    assert read.execute(text("SELECT n FROM t")).scalar() == 7
+    read.close()
+    engine.dispose()
