@@ -38,7 +38,7 @@ class Settings(BaseSettings):
     threads: int = Field(32, ge=1, le=1000)
     # Requests that may write (any method but GET and HEAD) running in view threads at once,
     # per web process; more wait in order of arrival (see "Sizing" in docs/configuration.md).
-    write_threads: int = Field(4, ge=1, le=1000)
+    write_threads: int = Field(2, ge=1, le=1000)
     # Requests inside the app at once; more wait up to `admission_wait_s`, then get 503.
     max_requests_in_flight: int = Field(256, ge=1)
     admission_wait_s: float = Field(5.0, ge=0)
