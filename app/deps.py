@@ -276,8 +276,8 @@ def client_ip(request: Request) -> str:
 
 
 def notify_workers(request: Request) -> None:
-    """Wake the verify workers for a run just queued (and committed): this process's by an
-    event, and on SQLite every other process's too (PostgreSQL's NOTIFY wakes those)."""
+    """Wake the verify workers for a run just queued: this process's by an event, and on
+    SQLite every other process's too (PostgreSQL's NOTIFY wakes those, at commit)."""
     pool = getattr(request.app.state, "worker_pool", None)
     if pool is not None:
         pool.notify()
