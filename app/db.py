@@ -159,6 +159,19 @@ class SQLiteConnection(sqlite3.Connection):
 
 _WRITES = ("INSERT", "UPDATE", "DELETE", "REPLACE")
 
+# One writer lock per database file per process, whatever the number of engines on it.
+# The file lock is then only ever waited for across processes, where its holder always
+# lets go; two engines with locks of their own could deadlock one thread that writes
+# through both (the second waits forever for the first's file lock, held by itself).
+_FILE_WRITER_LOCKS: dict[str, threading.Lock] = {}
+_FILE_WRITER_LOCKS_GUARD = threading.Lock()
+
+
+def _process_writer_lock(database: str) -> threading.Lock:
+    key = os.path.realpath(database)
+    with _FILE_WRITER_LOCKS_GUARD:
+        return _FILE_WRITER_LOCKS.setdefault(key, threading.Lock())
+
 
 def make_engine(url: str, *, pool_size: int = 40) -> Engine:
     """An engine for the URL, with SQLite's pragmas applied to every connection.
@@ -174,9 +187,9 @@ def make_engine(url: str, *, pool_size: int = 40) -> Engine:
             pool_size=pool_size, max_overflow=PG_POOL_SPARE, pool_timeout=POOL_TIMEOUT_S,
         )
         event.listen(engine, "connect", _sqlite_pragmas)
-        writer_lock = threading.Lock()
         database = engine.url.database or ""
         shared_file = database not in ("", ":memory:") and not database.startswith("file:")
+        writer_lock = _process_writer_lock(database) if shared_file else threading.Lock()
 
         @event.listens_for(engine, "connect")
         def _no_autobegin(dbapi_connection: Any, _record: Any) -> None:

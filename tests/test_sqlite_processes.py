@@ -4,14 +4,18 @@ writers take turns through a file lock, and a run queued by one wakes the others
 from __future__ import annotations
 
 import socket
+import sqlite3
 import subprocess
 import sys
 import textwrap
 import threading
 from pathlib import Path
 
+import pytest
 from sqlalchemy import text
+from sqlalchemy.exc import OperationalError
 
+from app import db as app_db
 from app.db import make_engine, make_sessionmaker, read_sessionmaker
 from app.wake import WakeSocket, wake_all, wake_folder
 
@@ -140,3 +144,32 @@ def test_a_writer_file_that_cannot_be_opened_leaves_reading_working(tmp_path: Pa
     assert read.execute(text("SELECT n FROM t")).scalar() == 7
     read.close()
     engine.dispose()
+
+
+def test_two_engines_on_one_file_share_the_writer_lock_so_one_thread_cannot_deadlock(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A thread writing through one engine that then writes through another (a test's
+    engine beside the app's) is told the database is locked, after the writer wait; with a
+    lock per engine it waited forever for the file lock its own first connection held."""
+    monkeypatch.setattr(app_db, "SQLITE_WRITER_WAIT_S", 0.2)
+    url = f"sqlite:///{tmp_path / 'drill.db'}"
+    first, second = make_engine(url), make_engine(url)
+    try:
+        with first.begin() as conn:
+            conn.execute(text("CREATE TABLE t (n INTEGER)"))
+        holder = make_sessionmaker(first)()
+        holder.execute(text("INSERT INTO t VALUES (1)"))
+        other = make_sessionmaker(second)()
+        # Raised by the engine's begin hook, before SQLAlchemy wraps driver errors (the app
+        # answers either with 503, main.database_busy).
+        with pytest.raises((OperationalError, sqlite3.OperationalError), match="database is locked"):
+            other.execute(text("INSERT INTO t VALUES (2)"))
+        other.close()
+        holder.commit()
+        holder.close()
+        with make_sessionmaker(second)() as again:  # free again once the first committed
+            again.execute(text("INSERT INTO t VALUES (3)"))
+            again.commit()
+    finally:
+        first.dispose()
+        second.dispose()
