@@ -222,8 +222,8 @@ def _run_ctx(run: Run, expect_text: str | None) -> dict[str, Any]:
 
 
 @author.post("/run")
-def run_now(request: Request, raw: FormDep, db_session: SessionDep, user: AuthorUser,
-            _: CSRF) -> Response:
+def run_now(request: Request, raw: FormDep, background: BackgroundTasks, db_session: SessionDep,
+            user: AuthorUser, _: CSRF) -> Response:
     """Run the snippet as it stands in the editor (saved or not) with the chosen knobs."""
     form = schemas.EditorForm.from_form(raw)
     if not form.slug:
@@ -239,7 +239,9 @@ def run_now(request: Request, raw: FormDep, db_session: SessionDep, user: Author
     except knobs.InvalidKnob as exc:
         return _page(request, "_run_result.html",
                      {"run": None, "form_errors": {"knobs": [str(exc)]}}, status=422)
-    notify_workers(request)
+    # After the response, so after the commit: a worker woken sooner finds no run yet and
+    # sleeps until its next poll.
+    background.add_task(notify_workers, request)
     return _page(request, "_run_result.html", _run_ctx(run, form.expect))
 
 
@@ -313,13 +315,14 @@ def gate_panel(request: Request, slug: str, db_session: SessionDep, user: Author
 
 @author.post("/questions/{slug}/verify")
 def verify_all(
-    request: Request, slug: str, form: FormDep, db_session: SessionDep, user: AuthorUser, _: CSRF
+    request: Request, slug: str, form: FormDep, background: BackgroundTasks, db_session: SessionDep,
+    user: AuthorUser, _: CSRF
 ) -> Response:
     """Queue a run for every audited knob combination of the draft (cached ones are reused)."""
     question = _editable_question(db_session, user, slug)
     if service.request_verification(db_session=db_session, question=question, user=user,
                                     fresh=form.get("fresh") == "1"):
-        notify_workers(request)
+        background.add_task(notify_workers, request)  # after the commit, as in run_now
     return _page(request, "_gate.html", _gate_ctx(db_session, user, question))
 
 

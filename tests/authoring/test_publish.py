@@ -247,3 +247,30 @@ def test_a_question_without_a_snippet_needs_an_admin_override_with_a_reason(
     assert "root" in revs[1].note and "conceptual question, nothing to run" in revs[1].note
     assert entry is not None and entry.actor == "root"
     assert entry.detail["reason"] == "conceptual question, nothing to run"
+
+
+def test_workers_are_woken_only_once_the_queued_runs_are_committed(
+    author_client: TestClient, session_factory: sessionmaker[Session],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A worker woken while the request's transaction is still open looks, finds nothing
+    and sleeps until its next poll (2 s): Run now and Verify all wake them after the commit."""
+    import app.authoring.views as author_views
+
+    visible: list[int] = []
+
+    def notify(_request: Any) -> None:  # counts on another connection, as a worker would
+        visible.append(count(session_factory, Run, Run.status == RUN_QUEUED))
+
+    monkeypatch.setattr(author_views, "notify_workers", notify)
+    create_question(author_client, "woken")
+    page = parse(author_client.get("/author/questions/woken"))
+    response = author_client.post("/author/run", data=editor_data(page, **{"knob.scale": "2"}),
+                                  headers=htmx(page))
+    assert response.status_code == 200
+    assert visible == [1]
+
+    response = author_client.post("/author/questions/woken/verify", data={"fresh": "1"},
+                                  headers=htmx(page))
+    assert response.status_code == 200
+    assert len(visible) == 2 and visible[1] > 1
