@@ -9,23 +9,27 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import quote
 
 import pytest
 from fastapi.testclient import TestClient
+from pwdlib import PasswordHash
+from pwdlib.hashers.argon2 import Argon2Hasher
 from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.orm import Session, sessionmaker
 from typer.testing import CliRunner
 
+from app.accounts import passwords
 from app.db import Base, make_engine, make_sessionmaker
 from app.main import create_app
 from app.migrate import upgrade
 from app.questions.bank import load_bank
 from app.questions.service import import_bank
 from app.settings import Settings, get_settings
+from tests.factories import Account, create_account, login
 
 FIXTURE_BANK = Path(__file__).parent / "fixtures" / "bank"
 REAL_BANK = Path(__file__).resolve().parent.parent / "question_bank"
@@ -154,3 +158,55 @@ def loaded(session_factory: sessionmaker[Session]) -> None:
 def client(app_client: TestClient, loaded: None) -> TestClient:
     """The app with the fixture bank loaded."""
     return app_client
+
+
+@pytest.fixture(autouse=True)
+def fast_hasher(monkeypatch: pytest.MonkeyPatch) -> None:
+    """argon2id still, with tiny costs: the recommended ones take ~0.2 s per hash."""
+    monkeypatch.setattr(passwords, "password_hasher",
+                        PasswordHash((Argon2Hasher(time_cost=1, memory_cost=1024, parallelism=1),)))
+
+
+@pytest.fixture
+def make_user(session_factory: sessionmaker[Session]) -> Callable[..., Account]:
+    """Creates an account (committed) and returns its id, name and role."""
+    return lambda *args, **kwargs: create_account(session_factory, *args, **kwargs)
+
+
+@pytest.fixture
+def new_client(app_client: TestClient) -> Iterator[Callable[..., TestClient]]:
+    """More browsers on the same app, each with its own cookies."""
+    made: list[TestClient] = []
+
+    def make(base_url: str = "http://testserver") -> TestClient:
+        client = TestClient(app_client.app, base_url=base_url)
+        made.append(client)
+        return client
+
+    yield make
+    for c in made:
+        c.close()
+
+
+@pytest.fixture
+def author(make_user: Callable[..., Account]) -> Account:
+    return make_user("alice", "author")
+
+
+@pytest.fixture
+def admin(make_user: Callable[..., Account]) -> Account:
+    return make_user("root", "admin")
+
+
+@pytest.fixture
+def author_client(new_client: Callable[..., TestClient], author: Account) -> TestClient:
+    client = new_client()
+    assert login(client, author.username).status_code == 303
+    return client
+
+
+@pytest.fixture
+def admin_client(new_client: Callable[..., TestClient], admin: Account) -> TestClient:
+    client = new_client()
+    assert login(client, admin.username).status_code == 303
+    return client

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import re
 import shutil
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +16,8 @@ from itsdangerous import URLSafeSerializer
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
+from app.accounts import service as accounts
+from app.db import session_scope
 from app.identity import LEARNER_COOKIE
 from app.questions.bank import load_bank
 from app.questions.service import ImportReport, import_bank
@@ -33,6 +37,38 @@ FIXTURE = {
     "fixture-trace-join": {"topic": "traces", "right": "a", "wrong": "b"},
     "fixture-trace-buckets": {"topic": "traces", "right": "4", "wrong": "11"},
 }
+
+# Every test account's password (the hasher is made cheap for tests: tests/conftest.py).
+PASSWORD = "correct horse battery staple"
+
+
+@dataclass(frozen=True)
+class Account:
+    id: int
+    username: str
+    role: str
+
+
+def create_account(session_factory: sessionmaker[Session], username: str, role: str = "author",
+                   password: str = PASSWORD) -> Account:
+    """An account, committed: its id, name and role."""
+    with session_scope(session_factory) as s:
+        user = accounts.create_user(db_session=s, username=username, password=password, role=role)
+        return Account(user.id, user.username, user.role)
+
+
+def login(client: Any, username: str, password: str = PASSWORD) -> Any:
+    """Sign in through the login form, like a browser."""
+    return post_account_form(client, "/login", "form.login-form", username, password)
+
+
+def sign_up(client: Any, username: str, password: str = PASSWORD) -> Any:
+    """Create a learner account through the sign-up form, like a browser."""
+    return post_account_form(client, "/signup", "form.signup-form", username, password)
+
+
+# The learning loop's tests start their fixed clock here.
+T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 
 QUIZ_URL = re.compile(r"^/quizzes/(?P<id>[0-9a-f-]{36})/(?P<pos>\d+)$")
 
@@ -140,3 +176,14 @@ def run_async(main: Any) -> Any:
 
     with ThreadPoolExecutor(1) as pool:
         return pool.submit(lambda: asyncio.run(main())).result()
+
+
+def answer(client: Any, slug: str, value: object, confidence: str | None = None,
+           url: str | None = None) -> object:
+    """Open a question page (or the Review page) and submit its answer form with a confidence."""
+    page = parse(client.get(url or f"/questions/{slug}"))
+    action, hidden = form_fields(page, "form.answer-form")
+    data: dict[str, object] = {**hidden, "answer": value}
+    if confidence:
+        data["confidence"] = confidence
+    return client.post(action, data=data, follow_redirects=False)

@@ -96,20 +96,27 @@ def start_run(
 
 
 def visible_run(*, db_session: Session, run_id: int, learner_id: str, is_author: bool) -> Run:
-    """The run if this visitor may see it (see the module docstring), else NotFound."""
+    """The run if this visitor may see it, else NotFound (the same answer as for no run, so
+    enumerating ids tells nothing).
+
+    Authors and admins see every run. A learner's own exercise code is that learner's
+    alone. Every other run of an exercise (its reference solution, its starter, its
+    known-wrong solutions, all with the checks appended) is for authors only: its text is
+    the exercise's answer. A published question's run is visible to everyone who may see
+    the question.
+    """
     run = service.get_run(db_session=db_session, run_id=run_id)
     if run is None:
         raise NotFound(f"No run {run_id}.")
     if is_author:
         return run
     if run.priority == PRIORITY_LEARNER_CODE:
-        # A learner's own code, and what it measured, is theirs alone.
         if run.requested_by == f"learner:{learner_id}":
             return run
         raise NotFound(f"No run {run_id}.")
     revision = (db_session.get(QuestionRevision, run.question_revision_id)
                 if run.question_revision_id else None)
-    if revision is not None:
+    if revision is not None and not revision_doc(revision).is_exercise:
         question = db_session.get(Question, revision.question_id)
         if question is not None and question.status == STATUS_PUBLISHED and (
                 question.current_revision_id == revision.id
@@ -118,6 +125,14 @@ def visible_run(*, db_session: Session, run_id: int, learner_id: str, is_author:
                 or _runs_current_snippet(question, run)):
             return run
     raise NotFound(f"No run {run_id}.")
+
+
+def shown_snippet(run: Run, *, is_author: bool) -> str:
+    """The code a run's page prints: a learner sees only their own code, never the checks
+    appended to it (authors see everything that ran)."""
+    if run.priority == PRIORITY_LEARNER_CODE and not is_author:
+        return run.snippet_text.rsplit(service.HARNESS_MARK, 1)[0]
+    return run.snippet_text
 
 
 def _runs_current_snippet(question: Question, run: Run) -> bool:

@@ -94,7 +94,7 @@ def get_run(run_id: RunId, db_session: SessionDep, learner_id: CurrentLearner,
             user: OptionalUser) -> RunOut:
     """A run's status and, once done, its measured result."""
     return run_out(access.visible_run(db_session=db_session, run_id=run_id, learner_id=learner_id,
-                                      is_author=user is not None))
+                                      is_author=user is not None and user.is_staff))
 
 
 # ---- Browser pages: the Verify panel, its polling fragment, and the torchrun script ----
@@ -145,12 +145,15 @@ def run_page(
     rev: Annotated[int | None, Query(ge=1, le=MAX_ID)] = None,
 ) -> Response:
     """A run as a page, or (for htmx polling) as the fragment that replaces itself."""
+    is_author = user is not None and user.is_staff
     run = access.visible_run(db_session=db_session, run_id=run_id, learner_id=learner_id,
-                             is_author=user is not None)
+                             is_author=is_author)
     template = "verify/_run.html" if is_htmx(request) else "verify/run_page.html"
     panel = access.run_panel(db_session=db_session, run=run, learner_id=learner_id, slug=slug,
                              prev_id=prev, revision_id=rev)
-    return templates.TemplateResponse(request, template, {**panel.context(), "prev_id": prev})
+    return templates.TemplateResponse(request, template, {
+        **panel.context(), "prev_id": prev,
+        "shown_snippet": access.shown_snippet(run, is_author=is_author)})
 
 
 @router.get("/questions/{slug}/torchrun.py")

@@ -22,9 +22,8 @@ from app.practice import service as practice_service
 from app.questions import service as questions_service
 from app.verify import service as verify_service
 from app.verify.service import engine_versions
-from tests.authoring.conftest import Account, login
 from tests.authoring.helpers import create_question, csrf_of
-from tests.factories import parse
+from tests.factories import Account, login, parse
 
 STATE_CHANGING = {"POST", "PUT", "PATCH", "DELETE"}
 

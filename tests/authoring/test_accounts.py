@@ -19,8 +19,7 @@ from app.accounts.models import AuditEntry, User
 from app.cli import app as cli_app
 from app.main import create_app
 from app.settings import Settings, get_settings
-from tests.authoring.conftest import PASSWORD, Account, login
-from tests.factories import count, form_fields, parse
+from tests.factories import PASSWORD, Account, count, form_fields, login, parse
 
 Run = Callable[..., Result]
 

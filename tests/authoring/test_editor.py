@@ -8,9 +8,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.accounts.models import AuditEntry
 from app.questions.models import Question, QuestionRevision
-from tests.authoring.conftest import Account
 from tests.authoring.helpers import create_question, editor_data, htmx, save_editor
-from tests.factories import count, parse, parse_fragment
+from tests.factories import Account, count, parse, parse_fragment
 
 
 def _question(session_factory: sessionmaker[Session], slug: str) -> Question:

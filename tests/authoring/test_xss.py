@@ -19,9 +19,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.settings import Settings
 from app.verify.worker import Worker
-from tests.authoring.conftest import login
 from tests.authoring.helpers import editor_data, htmx, question_fields
-from tests.factories import parse, parse_fragment
+from tests.factories import login, parse, parse_fragment
 
 SCRIPT = "<script>alert(1)</script>"
 IMG = "<img src=x onerror=alert(1)>"

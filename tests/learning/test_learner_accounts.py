@@ -17,9 +17,18 @@ from app.accounts.sessions import SESSION_COOKIE
 from app.clock import FixedClock
 from app.practice.models import Attempt, Learner, ProblemReport, Quiz, ReviewCard, ReviewLog
 from app.settings import Settings
-from tests.authoring.conftest import login
-from tests.factories import FIXTURE, count, form_fields, learner_id, parse, start_quiz, text
-from tests.learning.conftest import answer, sign_up
+from tests.factories import (
+    FIXTURE,
+    answer,
+    count,
+    form_fields,
+    learner_id,
+    login,
+    parse,
+    sign_up,
+    start_quiz,
+    text,
+)
 
 
 def _report(client: TestClient, slug: str, kind: str = "unclear", comment: str = "") -> Any:

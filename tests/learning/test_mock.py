@@ -287,7 +287,7 @@ def test_deleting_an_account_removes_its_mock_interviews_and_interview_date_only
     session_factory: sessionmaker[Session],
 ) -> None:
     from app.practice.models import LearnerGoal
-    from tests.learning.conftest import sign_up
+    from tests.factories import sign_up
 
     for c in (client, browser_client):
         url = start_mock(c)

@@ -17,8 +17,7 @@ from app.practice.progress import interview_moment
 from app.practice.review import SCHEDULER
 from app.questions.models import Question
 from app.settings import Settings
-from tests.factories import FIXTURE, form_fields, learner_id, parse, text
-from tests.learning.conftest import T0, answer
+from tests.factories import FIXTURE, T0, answer, form_fields, learner_id, parse, text
 
 # Known cards: (slug, rating, reviewed days before T0).
 KNOWN = [("fixture-single", Rating.Good, 0), ("fixture-multi", Rating.Again, 0),

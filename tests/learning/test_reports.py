@@ -15,18 +15,18 @@ from app.clock import FixedClock
 from app.practice.models import ProblemReport
 from app.questions.models import Question
 from app.settings import Settings
-from tests.authoring.conftest import login
 from tests.factories import (
     FIXTURE,
+    answer,
     count,
     form_fields,
     htmx_headers,
+    login,
     parse,
     parse_fragment,
     start_quiz,
     text,
 )
-from tests.learning.conftest import answer
 
 
 def _report_via_form(client: TestClient, slug: str, kind: str, comment: str, *,

@@ -16,8 +16,7 @@ from app.practice.models import Attempt, ReviewCard, ReviewLog
 from app.practice.review import FAST_MS, SCHEDULER, SLOW_MS, rating_for
 from app.questions.models import STATUS_RETIRED, Question, QuestionRevision
 from app.settings import Settings
-from tests.factories import FIXTURE, learner_id, parse, parse_fragment, text
-from tests.learning.conftest import T0, answer
+from tests.factories import FIXTURE, T0, answer, learner_id, parse, parse_fragment, text
 
 # The mapping of docs/review.md, row by row: (score, correct, confidence, time ms) -> rating.
 MAPPING = [

@@ -1,0 +1,80 @@
+"""Who may read which run, tried as an attacker would: every run id enumerated by an anonymous
+browser, a learner account, another learner and an author.
+
+An exercise's reference solution, starter and checks run at import (to prefill the cache);
+those runs print the answer and are for authors only. A learner's own code is theirs alone,
+and even they never see the checks appended to it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from fastapi.testclient import TestClient
+from sqlalchemy import select
+from sqlalchemy.orm import Session, sessionmaker
+
+from app.db import session_scope
+from app.settings import Settings
+from app.verify.audit import queue_published
+from app.verify.models import PRIORITY_LEARNER_CODE, Run
+from app.verify.worker import Worker
+from tests.exercises.conftest import SLUG, SOLUTION
+from tests.factories import PASSWORD, Account, login, parse, post_account_form
+
+ROUTES = ("/runs/{id}", "/api/v1/runs/{id}")
+
+
+def _reachable(client: TestClient, run_id: int) -> list[int]:
+    return [client.get(route.format(id=run_id)).status_code for route in ROUTES]
+
+
+def test_no_learner_can_read_an_exercises_reference_starter_or_checks_by_enumerating_ids(
+    ex_client: TestClient, session_factory: sessionmaker[Session],
+    new_client: Callable[..., TestClient], make_user: Callable[..., Account],
+) -> None:
+    queue_published(session_factory)
+    with session_scope(session_factory) as s:
+        ids = list(s.scalars(select(Run.id)))
+        texts = [r.snippet_text for r in s.scalars(select(Run))]
+    assert ids, "importing the exercise bank queues its reference and starter runs"
+    assert any(SOLUTION in t for t in texts)
+
+    learner = new_client()
+    post_account_form(learner, "/signup", "form.signup-form", "lena", PASSWORD)
+    make_user("alice", "author")
+    author = new_client()
+    assert login(author, "alice").status_code == 303
+
+    for run_id in range(1, max(ids) + 5):
+        assert _reachable(ex_client, run_id) == [404, 404], run_id
+        # A signed-in learner account is not an author: it sees no more than anonymous.
+        assert _reachable(learner, run_id) == [404, 404], run_id
+    for run_id in ids:
+        assert _reachable(author, run_id) == [200, 200]
+
+
+def test_a_learners_own_exercise_run_is_theirs_alone_and_never_shows_the_checks(
+    ex_client: TestClient, new_client: Callable[..., TestClient],
+    session_factory: sessionmaker[Session], settings: Settings,
+) -> None:
+    started = ex_client.post(f"/api/v1/exercises/{SLUG}/run", json={"code": SOLUTION}).json()
+    (run_id,) = started["run_ids"]
+    worker = Worker(session_factory, settings)
+    while worker.run_once():
+        pass
+    assert _reachable(ex_client, run_id) == [200, 200]
+    other = new_client()
+    assert _reachable(other, run_id) == [404, 404]
+
+    page = parse(ex_client.get(f"/runs/{run_id}"))
+    shown = page.select_one("details.snippet")
+    assert shown is not None
+    assert "the exercise's checks" not in shown.get_text()
+    with session_scope(session_factory) as s:
+        run = s.get(Run, run_id)
+        assert run is not None and run.priority == PRIORITY_LEARNER_CODE
+        checks = run.snippet_text.rsplit("# ---- the exercise's checks ----", 1)[1]
+    for line in (ln.strip() for ln in checks.splitlines()):
+        if len(line) > 12:
+            assert line not in shown.get_text()
