@@ -89,10 +89,16 @@ def login(
         return _page(request, "login.html",
                      {**ctx, "error": "That username and password do not match an active account."},
                      status=401)
-    if result.user.is_learner and (target.startswith(("/author", "/admin"))):
-        target = "/account"
+    if result.user.is_learner:
+        if target.startswith(("/author", "/admin")):
+            target = "/account"
+        learners.claim_on_sign_in(db_session=db_session, user=result.user,
+                                  browser_learner_id=str(request.state.learner_id))
     response = RedirectResponse(target, status_code=303)
     set_session_cookie(response, request, result.user)
+    if result.user.is_learner:
+        # The old anonymous id is empty now; the browser starts a new one for after sign-out.
+        _new_anonymous_identity(response, request)
     return response
 
 
@@ -104,15 +110,13 @@ def _new_anonymous_identity(response: Response, request: Request) -> None:
 
 @router.post("/logout")
 def logout(request: Request, db_session: SessionDep, user: OptionalUser, _: CSRF) -> Response:
-    was_learner = user is not None and user.is_learner
     if user is not None:
         # Signing out ends every session of this user, so a copied cookie dies too.
         service.sign_out(db_session=db_session, user=user)
     response = RedirectResponse("/", status_code=303)
     clear_session_cookie(response, request)
-    if was_learner:
-        # The browser's identity may be the one the account claimed at sign-up.
-        _new_anonymous_identity(response, request)
+    # Whoever uses this browser next starts with a new, empty anonymous identity.
+    _new_anonymous_identity(response, request)
     return response
 
 
@@ -152,6 +156,9 @@ def signup(request: Request, form: FormDep, db_session: SessionDep, user: Option
                              headers={"Retry-After": str(exc.retry_after_s)})
     response = RedirectResponse("/account?welcome=1", status_code=303)
     set_session_cookie(response, request, done.user)
+    # The history moved to the account; the old anonymous id (and any copy of its cookie)
+    # names nothing now, and this browser gets a new one for after sign-out.
+    _new_anonymous_identity(response, request)
     return response
 
 

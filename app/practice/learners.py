@@ -81,29 +81,79 @@ class SignUp:
 
 def sign_up(*, db_session: Session, username: str, password: str, browser_learner_id: str,
             client_ip: str, per_hour: int) -> SignUp:
-    """A new learner account that claims the browser's anonymous learner and its history.
+    """A new learner account, with the browser's anonymous history moved into it.
 
     Raises accounts.AccountError for a bad or taken name or a short password, and
-    RateLimited past `per_hour` sign-ups from one address. A browser identity another
-    account already owns is not taken over: the new account starts empty.
+    RateLimited past `per_hour` sign-ups from one address.
     """
     accounts.check_signup_rate(db_session=db_session, client_ip=client_ip, limit=per_hour)
     user = accounts.create_user(db_session=db_session, username=username, password=password,
                                 role=ROLE_LEARNER, via="signup")
-    learner = db_session.get(Learner, browser_learner_id)
-    if learner is None:
-        learner = Learner(id=browser_learner_id)
-        db_session.add(learner)
-    elif learner.user_id is not None:
-        learner = Learner(id=str(uuid.uuid4()))
-        db_session.add(learner)
-    learner.user_id = user.id
-    db_session.flush()
-    claimed = int(db_session.scalar(select(func.count()).select_from(Attempt)
-                                    .where(Attempt.learner_id == learner.id)) or 0)
+    learner_id = account_learner_id(db_session=db_session, user_id=user.id)
+    claimed = move_history(db_session=db_session, from_id=browser_learner_id, into_id=learner_id)
     accounts.audit(db_session=db_session, user=user, action="learner.signup",
                    target=user.username, detail={"ip": client_ip, "claimed_attempts": claimed})
-    return SignUp(user, learner.id, claimed)
+    return SignUp(user, learner_id, claimed)
+
+
+def claim_on_sign_in(*, db_session: Session, user: User, browser_learner_id: str) -> int:
+    """Move this browser's anonymous history into a learner account that just signed in;
+    how many attempts moved."""
+    into = account_learner_id(db_session=db_session, user_id=user.id)
+    moved = move_history(db_session=db_session, from_id=browser_learner_id, into_id=into)
+    if moved:
+        accounts.audit(db_session=db_session, user=user, action="learner.claim",
+                       target=user.username, detail={"claimed_attempts": moved})
+    return moved
+
+
+# Tables whose rows belong to one learner (learner_id), moved as they are.
+_OWNED = (Attempt, Quiz, ProblemReport, MockInterview, ReviewLog)
+
+
+def move_history(*, db_session: Session, from_id: str, into_id: str) -> int:
+    """Give everything of anonymous learner `from_id` to `into_id` and empty `from_id`;
+    how many attempts moved.
+
+    An identity an account owns is never emptied this way (only anonymous ones are).
+    Where both have a review card for one question, the card reviewed last is kept and the
+    other's review log joins it, so the history behind the schedule survives.
+    """
+    source = db_session.get(Learner, from_id)
+    if from_id == into_id or source is None or source.user_id is not None:
+        return 0
+    moved = int(db_session.scalar(select(func.count()).select_from(Attempt)
+                                  .where(Attempt.learner_id == from_id)) or 0)
+    theirs = {c.question_id: c for c in db_session.scalars(
+        select(ReviewCard).where(ReviewCard.learner_id == into_id))}
+    for card in db_session.scalars(select(ReviewCard).where(ReviewCard.learner_id == from_id)).all():
+        kept = theirs.get(card.question_id)
+        if kept is None:
+            card.learner_id = into_id
+            continue
+        newer, older = (card, kept) if _reviewed_later(card, kept) else (kept, card)
+        db_session.execute(update(ReviewLog).where(ReviewLog.card_id == older.id)
+                           .values(card_id=newer.id))
+        db_session.delete(older)
+        db_session.flush()
+        newer.learner_id = into_id
+    for model in _OWNED:
+        db_session.execute(update(model).where(model.learner_id == from_id)  # type: ignore[attr-defined]
+                           .values(learner_id=into_id))
+    if db_session.get(LearnerGoal, into_id) is None:
+        db_session.execute(update(LearnerGoal).where(LearnerGoal.learner_id == from_id)
+                           .values(learner_id=into_id))
+    else:
+        db_session.execute(delete(LearnerGoal).where(LearnerGoal.learner_id == from_id))
+    db_session.execute(update(Run).where(Run.requested_by == f"learner:{from_id}")
+                       .values(requested_by=f"learner:{into_id}"))
+    db_session.delete(source)
+    db_session.flush()
+    return moved
+
+
+def _reviewed_later(a: ReviewCard, b: ReviewCard) -> bool:
+    return (a.last_review or a.due) >= (b.last_review or b.due)
 
 
 def _deleted(db_session: Session, stmt: Any) -> int:

@@ -1,5 +1,5 @@
-"""Learner accounts: sign-up claims the anonymous history, a second device merges nothing,
-data export, account deletion, and one learner never sees another's data."""
+"""Learner accounts: signing up or in moves the anonymous history into the account and kills
+the old cookie; data export, account deletion, and one learner never sees another's data."""
 
 from __future__ import annotations
 
@@ -46,7 +46,21 @@ def _rows(session_factory: sessionmaker[Session], learner: str) -> dict[str, int
     }
 
 
-def test_signing_up_claims_the_browsers_anonymous_history(
+def _account_learner(session_factory: sessionmaker[Session], username: str) -> str:
+    with session_factory() as s:
+        user = s.scalar(select(User).where(User.username == username))
+        assert user is not None
+        owned = s.scalar(select(Learner.id).where(Learner.user_id == user.id))
+        assert owned is not None
+        return owned
+
+
+def _sign_out(client: TestClient, page_url: str = "/account") -> None:
+    action, hidden = form_fields(parse(client.get(page_url)), "form[action='/logout']")
+    assert client.post(action, data=hidden, follow_redirects=False).status_code == 303
+
+
+def test_signing_up_moves_the_browsers_anonymous_history_into_the_account(
     client: TestClient, clock: FixedClock, settings: Settings,
     session_factory: sessionmaker[Session],
 ) -> None:
@@ -59,42 +73,83 @@ def test_signing_up_claims_the_browsers_anonymous_history(
         user = s.scalar(select(User).where(User.username == "lena"))
         assert user is not None and user.role == "learner"
         assert user.password_hash.startswith("$argon2")
-        assert s.get(Learner, anonymous).user_id == user.id  # type: ignore[union-attr]
+    account = _account_learner(session_factory, "lena")
+    assert account != anonymous
+    # The browser's cookie names a new anonymous identity, and the old one names nothing.
+    assert learner_id(client, settings) not in (anonymous, account)
+    assert _rows(session_factory, anonymous) == dict.fromkeys(_rows(session_factory, anonymous), 0)
+    assert _rows(session_factory, account)["attempts"] == 2
     page = parse(client.get(r.headers["location"]))
     rows = page.select("table.history tbody tr")
     assert {text(r.select_one("td")) for r in rows} == {"fixture-single", "fixture-numeric"}
     assert "Welcome, lena" in text(page.select_one("main"))
-    # Answering now adds to the same (claimed) identity.
+    # Answering now adds to the account.
     answer(client, "fixture-multi", FIXTURE["fixture-multi"]["right"])
-    assert _rows(session_factory, anonymous)["attempts"] == 3
+    assert _rows(session_factory, account)["attempts"] == 3
 
 
-def test_a_second_device_shows_the_accounts_history_and_merges_nothing(
+def test_signing_in_on_a_second_device_moves_its_anonymous_answers_into_the_account(
     client: TestClient, clock: FixedClock, new_client: Callable[..., TestClient],
     settings: Settings, session_factory: sessionmaker[Session],
 ) -> None:
     answer(client, "fixture-single", FIXTURE["fixture-single"]["right"])
     sign_up(client, "lena")
+    account = _account_learner(session_factory, "lena")
     phone = new_client()
     answer(phone, "fixture-numeric", FIXTURE["fixture-numeric"]["right"])  # anonymous, on the phone
+    answer(phone, "fixture-single", FIXTURE["fixture-single"]["wrong"])   # a card the account has too
     phone_anonymous = learner_id(phone, settings)
     assert login(phone, "lena").status_code == 303
+    assert learner_id(phone, settings) != phone_anonymous
     rows = parse(phone.get("/account")).select("table.history tbody tr")
-    assert [text(r.select_one("td")) for r in rows] == ["fixture-single"]
-    # The phone's anonymous answer stays with the phone's anonymous identity.
-    assert _rows(session_factory, phone_anonymous)["attempts"] == 1
+    assert sorted(text(r.select_one("td")) for r in rows) == [
+        "fixture-numeric", "fixture-single", "fixture-single"]
+    assert _rows(session_factory, phone_anonymous)["attempts"] == 0
+    # One card per question: the phone's later review of fixture-single won, with both logs.
+    rows_now = _rows(session_factory, account)
+    assert (rows_now["attempts"], rows_now["cards"], rows_now["logs"]) == (3, 2, 3)
     # Answering on the phone while signed in goes to the account.
     answer(phone, "fixture-multi", FIXTURE["fixture-multi"]["right"])
-    account_learner = learner_id(client, settings)
-    assert _rows(session_factory, account_learner)["attempts"] == 2
-    assert _rows(session_factory, phone_anonymous)["attempts"] == 1
+    assert _rows(session_factory, account)["attempts"] == 4
     # Signing out leaves the laptop with a fresh, empty anonymous identity.
-    page = parse(client.get("/account"))
-    action, hidden = form_fields(page, "form[action='/logout']")
-    client.post(action, data=hidden, follow_redirects=False)
-    assert learner_id(client, settings) != account_learner
+    _sign_out(client)
+    assert learner_id(client, settings) != account
     assert client.get("/api/v1/review/queue").json()["due_count"] == 0
     assert client.get("/account", follow_redirects=False).status_code == 303
+
+
+def test_a_cookie_copied_before_sign_up_reads_and_writes_nothing_of_the_account(
+    client: TestClient, clock: FixedClock, new_client: Callable[..., TestClient],
+    settings: Settings, session_factory: sessionmaker[Session],
+) -> None:
+    """An attacker copies the anonymous cookie (a shared computer, a logged request); the
+    victim then signs up. Before and after the victim signs out, the copy gets nothing."""
+    answer(client, "fixture-single", FIXTURE["fixture-single"]["right"])
+    assert _report(client, "fixture-single", "unclear", "my private note").status_code == 201
+    attacker = new_client()
+    for name, value in client.cookies.items():
+        attacker.cookies.set(name, value)
+    assert [r["comment"] for r in attacker.get("/api/v1/reports").json()] == ["my private note"]
+
+    sign_up(client, "victim")
+    account = _account_learner(session_factory, "victim")
+
+    def attacker_sees_nothing() -> None:
+        assert attacker.get("/api/v1/reports").json() == []
+        assert attacker.get("/api/v1/review/queue").json()["due_count"] == 0
+        assert attacker.get("/api/v1/dashboard").json()["days_practised"] == {}
+        assert attacker.get("/account", follow_redirects=False).status_code == 303
+        assert _report(attacker, "fixture-single", "other", "forged").status_code in (201, 422)
+        mine = [r["comment"] for r in client.get("/api/v1/reports").json()]
+        assert "forged" not in mine
+
+    attacker_sees_nothing()
+    assert [r["comment"] for r in client.get("/api/v1/reports").json()] == ["my private note"]
+    _sign_out(client)
+    attacker_sees_nothing()
+    assert login(client, "victim").status_code == 303
+    assert [r["comment"] for r in client.get("/api/v1/reports").json()] == ["my private note"]
+    assert _rows(session_factory, account)["attempts"] == 1
 
 
 def test_download_all_data_is_the_learners_json(
@@ -129,9 +184,9 @@ def test_deleting_an_account_removes_everything_of_that_learner_and_nothing_else
         answer(c, "fixture-single", FIXTURE["fixture-single"]["wrong"])
         assert _report(c, "fixture-single").status_code == 201
         start_quiz(c, count="2")
-    mine, theirs = learner_id(client, settings), learner_id(other, settings)
     sign_up(client, "lena")
     sign_up(other, "otto")
+    mine, theirs = _account_learner(session_factory, "lena"), _account_learner(session_factory, "otto")
     laptop_two = new_client()
     assert login(laptop_two, "lena", "a wrong password").status_code == 401
     assert login(laptop_two, "lena").status_code == 303  # a second session of lena's
@@ -227,7 +282,7 @@ def test_sign_ups_from_one_address_are_limited(
     assert count(session_factory, User) == settings.signups_per_hour
 
 
-def test_an_account_made_by_an_admin_practises_as_its_own_empty_identity(
+def test_an_account_made_by_an_admin_gets_its_own_identity_and_the_browsers_answers(
     client: TestClient, clock: FixedClock, make_user: Callable[..., Any],
     new_client: Callable[..., TestClient], settings: Settings,
     session_factory: sessionmaker[Session],
@@ -237,14 +292,12 @@ def test_an_account_made_by_an_admin_practises_as_its_own_empty_identity(
     answer(browser, "fixture-single", FIXTURE["fixture-single"]["right"])  # anonymous
     anonymous = learner_id(browser, settings)
     assert login(browser, "bob").status_code == 303
-    page = parse(browser.get("/account"))
-    assert page.select("table.history tbody tr") == []  # nothing claimed silently
+    bob = _account_learner(session_factory, "bob")
+    assert bob != anonymous and _rows(session_factory, anonymous)["attempts"] == 0
     answer(browser, "fixture-numeric", FIXTURE["fixture-numeric"]["right"])
     rows = parse(browser.get("/account")).select("table.history tbody tr")
-    assert [text(r.select_one("td")) for r in rows] == ["fixture-numeric"]
-    assert _rows(session_factory, anonymous)["attempts"] == 1
+    assert sorted(text(r.select_one("td")) for r in rows) == ["fixture-numeric", "fixture-single"]
     page = parse(browser.get("/account"))
     action, hidden = form_fields(page, "form.delete-account")
     assert browser.post(action, data={**hidden, "confirm": "bob"}).status_code == 200
-    assert _rows(session_factory, anonymous)["attempts"] == 1  # not bob's to delete
-    assert count(session_factory, Attempt) == 1
+    assert count(session_factory, Attempt) == 0
