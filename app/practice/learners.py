@@ -138,7 +138,7 @@ def move_history(*, db_session: Session, from_id: str, into_id: str) -> int:
         db_session.flush()
         newer.learner_id = into_id
     for model in _OWNED:
-        db_session.execute(update(model).where(model.learner_id == from_id)  # type: ignore[attr-defined]
+        db_session.execute(update(model).where(model.learner_id == from_id)
                            .values(learner_id=into_id))
     if db_session.get(LearnerGoal, into_id) is None:
         db_session.execute(update(LearnerGoal).where(LearnerGoal.learner_id == from_id)
