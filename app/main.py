@@ -19,6 +19,7 @@ from fastapi.staticfiles import StaticFiles
 from sqlalchemy.exc import DataError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.routing import Match
 
 from app.accounts import views as accounts_views
@@ -29,7 +30,7 @@ from app.deps import LoginRequired
 from app.errors import Busy, InvalidInput, NotFound, RateLimited, TooLarge
 from app.identity import LearnerCookieMiddleware
 from app.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
-from app.metrics import AppMetrics
+from app.metrics import AppMetrics, address_in, parse_networks
 from app.middleware import (
     OVERLOAD_RETRY_AFTER_S,
     AdmissionMiddleware,
@@ -143,6 +144,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(SecurityHeadersMiddleware)
     # Outermost, so a request refused for overload is timed too.
     app.add_middleware(RequestMetricsMiddleware, metrics=app.state.metrics)
+    if settings.allowed_host_list != ["*"]:
+        # Outside the metrics, so a flood of made-up Host headers costs a 400 and nothing else.
+        app.add_middleware(TrustedHostMiddleware, allowed_hosts=settings.allowed_host_list)
 
     # A request is matched against the routes in this order, one by one: ~140 µs of
     # FastAPI's time to reach the last of them. So what a class sends most comes first:
@@ -191,8 +195,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             swagger_favicon_url=f"{SWAGGER_UI}/favicon-32x32.png",
             swagger_ui_parameters={"validatorUrl": None})
 
+    metrics_networks = parse_networks(settings.metrics_allow)
+
     @app.get("/metrics", include_in_schema=False)
-    def metrics() -> Response:
+    def metrics(request: Request) -> Response:
+        if not address_in(request.client.host if request.client else "", metrics_networks):
+            return PlainTextResponse("Metrics are for the operator's network (DDPDRILL_METRICS_ALLOW).",
+                                     status_code=403)
         return Response(app.state.metrics.exposition(), media_type=METRICS_CONTENT_TYPE)
 
     # Starlette's own trailing-slash redirect builds an absolute URL from the Host

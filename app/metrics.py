@@ -12,6 +12,7 @@ one of them: there every process writes its values to files in PROMETHEUS_MULTIP
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -89,3 +90,25 @@ class AppMetrics:
         if MULTIPROCESS:
             return generate_latest(self.registry)
         return generate_latest(self.registry) + generate_latest(WORKER_REGISTRY)
+
+
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+def parse_networks(spec: str) -> list[Network] | None:
+    """The CIDRs of DDPDRILL_METRICS_ALLOW; None for "*" (everyone)."""
+    parts = [p.strip() for p in spec.split(",") if p.strip()]
+    if "*" in parts:
+        return None
+    return [ipaddress.ip_network(p, strict=False) for p in parts]
+
+
+def address_in(host: str, networks: list[Network] | None) -> bool:
+    """True when the client address lies in one of the networks (or every address is allowed)."""
+    if networks is None:
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:  # "testclient", a Unix socket: no network address to admit
+        return False
+    return any(address in n for n in networks)

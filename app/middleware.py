@@ -36,6 +36,24 @@ async def _reject(send: Send, status: int, detail: str) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
+def _encodable_json(scope: Scope, body: bytes) -> bool:
+    """False for a JSON body whose strings cannot be encoded as UTF-8: JSON may escape a lone
+    surrogate (\\ud800), which Python decodes into a str that later fails wherever it is
+    stored, hashed or compiled. Checked once here rather than in every field of every API."""
+    if b"\\u" not in body or b"\\ud" not in body.lower():
+        return True
+    content_type = next((v for k, v in scope.get("headers", []) if k == b"content-type"), b"")
+    if b"json" not in content_type:
+        return True
+    try:
+        json.dumps(json.loads(body), ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    except ValueError:
+        return True  # not JSON at all: the view's own validation answers it
+    return True
+
+
 class BufferedBodyMiddleware:
     """Reads the whole request body (capped, with a deadline) before the app sees the request."""
 
@@ -82,6 +100,10 @@ class BufferedBodyMiddleware:
                 await _reject(send, 413, f"The request body is larger than {self.max_bytes} bytes.")
             return
         body = b"".join(chunks)
+        if not _encodable_json(scope, body):
+            await _reject(send, 422, "The request contains text that is not valid Unicode "
+                                     "(a lone surrogate such as \\ud800).")
+            return
         delivered = False
 
         async def replay() -> Message:
@@ -210,8 +232,14 @@ class SecurityHeadersMiddleware:
         await self.app(scope, receive, with_headers)
 
 
+# The methods /metrics labels by name; anything else a client sends counts as "other", so
+# made-up method names cannot grow the exposition (or the server's memory) without bound.
+METRIC_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+
+
 class RequestMetricsMiddleware:
-    """Times every request and labels it with its route template (never the raw path)."""
+    """Times every request and labels it with its method (from a fixed set) and its route
+    template (never the raw path: unmatched paths share one label)."""
 
     def __init__(self, app: ASGIApp, metrics: AppMetrics) -> None:
         self.app = app
@@ -235,5 +263,6 @@ class RequestMetricsMiddleware:
         finally:
             route = scope.get("route")
             template = getattr(route, "path", None) or "(unmatched)"
-            self.metrics.requests.labels(scope["method"], template, str(status)).observe(
+            method = scope["method"] if scope["method"] in METRIC_METHODS else "other"
+            self.metrics.requests.labels(method, template, str(status)).observe(
                 time.perf_counter() - start)

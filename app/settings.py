@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import secrets
 import time
 from functools import lru_cache
 from pathlib import Path
 
-from pydantic import Field, PrivateAttr
+from pydantic import Field, PrivateAttr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 DEFAULT_DATA_DIR = Path("data")
@@ -30,6 +31,16 @@ class Settings(BaseSettings):
 
     host: str = "127.0.0.1"
     port: int = 8000
+    # The address learners reach the app at, e.g. https://drill.example.org: every absolute
+    # link the app hands out (a mock report's share link) starts with it, never with the
+    # request's Host header, which a client controls. Unset: http://HOST:PORT.
+    public_base_url: str | None = None
+    # Host headers the app answers (Starlette's TrustedHostMiddleware), comma-separated;
+    # "*" answers any. Set it to the public name(s) when the app is reachable from outside.
+    allowed_hosts: str = "*"
+    # Client networks that may read /metrics, comma-separated CIDRs ("*" for everyone):
+    # the queue's state and request timings are for the operator, not the public.
+    metrics_allow: str = "127.0.0.0/8,::1/128"
     # Web processes `serve` runs on its one port (see docs/deploy.md).
     processes: int = Field(1, ge=1, le=64)
 
@@ -75,12 +86,39 @@ class Settings(BaseSettings):
 
     _generated_key: str | None = PrivateAttr(default=None)
 
+    @field_validator("metrics_allow")
+    @classmethod
+    def _networks(cls, value: str) -> str:
+        for part in (p.strip() for p in value.split(",")):
+            if part and part != "*":
+                try:
+                    ipaddress.ip_network(part, strict=False)
+                except ValueError:
+                    raise ValueError(f"{part!r} is not a network (CIDR such as 10.0.0.0/8)") from None
+        return value
+
+    @field_validator("public_base_url")
+    @classmethod
+    def _base_url(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("http://", "https://")):
+            raise ValueError("must start with http:// or https://")
+        return value
+
     @property
     def resolved_database_url(self) -> str:
         """The database URL: the configured one, or an SQLite file in the data dir."""
         if self.database_url:
             return self.database_url
         return f"sqlite:///{(self.data_dir / 'ddpdrill.db').resolve()}"
+
+    @property
+    def base_url(self) -> str:
+        """Where absolute links point: the configured public address, else the bound one."""
+        return (self.public_base_url or f"http://{self.host}:{self.port}").rstrip("/")
+
+    @property
+    def allowed_host_list(self) -> list[str]:
+        return [h.strip() for h in self.allowed_hosts.split(",") if h.strip()] or ["*"]
 
     @property
     def uses_default_database(self) -> bool:

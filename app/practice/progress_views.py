@@ -165,7 +165,9 @@ def mock_report(request: Request, mock_id: str, db_session: WriteSessionDep,
         # No feedback before the end, like a real interview.
         return RedirectResponse(f"/mock/{m.quiz_id}", status_code=303)
     ctx = _report_ctx(db_session, m, shared=False)
-    ctx["share_url"] = (str(request.url_for("shared_mock_report", token=m.share_token))
+    # From the configured public address, never the request's Host header (a client's).
+    ctx["share_url"] = (request.app.state.settings.base_url
+                        + request.app.url_path_for("shared_mock_report", token=m.share_token)
                         if m.share_token else None)
     return templates.TemplateResponse(request, "practice/mock_report.html", ctx)
 

@@ -12,12 +12,13 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.clock import FixedClock
+from app.main import create_app
 from app.practice import mock as mock_service
 from app.practice import review
 from app.practice.models import Attempt, MockInterview, QuizItem, ReviewCard
 from app.questions.models import Question
 from app.settings import Settings
-from tests.factories import FIXTURE, count, form_fields, learner_id, parse, text
+from tests.factories import FIXTURE, T0, count, form_fields, learner_id, parse, text
 
 
 def start_mock(client: TestClient, minutes: int = 25) -> str:
@@ -335,3 +336,21 @@ def test_a_second_answer_to_a_mock_question_is_refused_and_the_first_counts(
     assert count(session_factory, Attempt) == 1
     report = client.post(f"/api/v1/mock-interviews/{body['id']}/finish").json()
     assert report["items"][0]["correct"] is False and report["score"] == 0.0
+
+
+def test_the_share_link_comes_from_the_configured_address_never_the_host_header(
+    settings: Settings, loaded: None,
+) -> None:
+    configured = settings.model_copy(update={"public_base_url": "https://drill.example.org"})
+    with TestClient(create_app(configured), base_url="http://evil.example") as c:
+        c.app.state.clock = FixedClock(T0)  # type: ignore[attr-defined]
+        url = start_mock(c)
+        answer_current(c, url, "wrong")
+        action, hidden = form_fields(parse(c.get(url)), "form.finish-form")
+        assert c.post(action, data=hidden, follow_redirects=False).status_code == 303
+        action, hidden = form_fields(parse(c.get(f"{url}/report")), "section.share form")
+        c.post(action, data=hidden)
+        report = parse(c.get(f"{url}/report"))
+        link = str(report.select_one("a.share-link")["href"])  # type: ignore[index]
+        assert link.startswith("https://drill.example.org/shared/mock/")
+        assert "evil.example" not in report.text
