@@ -5,10 +5,6 @@ Making an engine or a session factory registers every model (see register_models
 
 from __future__ import annotations
 
-import fcntl
-import os
-import sqlite3
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -18,15 +14,11 @@ from sqlalchemy import JSON, DateTime, Engine, MetaData, create_engine, event
 from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
 from sqlalchemy.types import TypeDecorator
 
-# Long enough for a writer to finish a bank import; short enough that a stuck
-# writer shows up as an error rather than a hung page. This is the wait for a
-# writer in another process (a `ddpdrill worker`, the CLI); writers in this
-# process queue on SQLiteWriterLock instead, which hands over at once rather
-# than sleeping in SQLite's busy handler.
-SQLITE_BUSY_TIMEOUT_MS = 15_000
-# A request waits this long for this process's SQLite writer before it is told
-# to retry (503), instead of piling up behind a stuck writer.
-SQLITE_WRITER_WAIT_S = 5.0
+# How long a writer waits for a writer of another process (a `ddpdrill worker`, a bank
+# import from the command line) before SQLite says "database is locked" (a request then
+# gets 503 and Retry-After): long enough for an import's transaction, short enough that a
+# stuck writer shows up as an error rather than a hung page.
+SQLITE_BUSY_TIMEOUT_MS = 10_000
 # Execution option of a read-only session: its transaction starts deferred, so it
 # takes no write lock (see read_sessionmaker).
 READ_ONLY = "ddpdrill_read_only"
@@ -93,86 +85,6 @@ def register_models() -> None:
     import app.models  # noqa: F401
 
 
-class SQLiteConnection(sqlite3.Connection):
-    """A connection that holds its engine's writer lock from its first write to commit or rollback.
-
-    SQLite lets one connection write at a time. Threads of one process that wait
-    in SQLite's busy handler sleep in growing steps (up to 100 ms) and wake in no
-    order; waiting on a Python lock hands the database over the moment the
-    writer commits. Between processes (`serve --processes N`, `ddpdrill worker`) the
-    same goes for a file lock (flock on `<database>-writer`), taken after the
-    process's own lock, so at most one thread per process waits for it: with SQLite's
-    busy handler between two web processes, answers' p99 was ~1 s, with the file lock
-    ~180 ms (docs/performance.md). A process that dies holding it lets go with it.
-    """
-
-    writer_lock: threading.Lock
-    # An open file beside the database: its flock is the writer lock between processes.
-    writer_file: int | None = None
-    holds_writer_lock = False
-
-    def acquire_writer(self) -> None:
-        if self.holds_writer_lock:
-            return
-        if not self.writer_lock.acquire(timeout=SQLITE_WRITER_WAIT_S):
-            raise sqlite3.OperationalError("database is locked (waited for this process's writer)")
-        if self.writer_file is not None:
-            try:
-                fcntl.flock(self.writer_file, fcntl.LOCK_EX)
-            except BaseException:
-                self.writer_lock.release()
-                raise
-        self.holds_writer_lock = True
-
-    def _unlock(self) -> None:
-        self.holds_writer_lock = False
-        if self.writer_file is not None:
-            fcntl.flock(self.writer_file, fcntl.LOCK_UN)
-        self.writer_lock.release()
-
-    def release_writer(self) -> None:
-        if self.holds_writer_lock and not self.in_transaction:
-            self._unlock()
-
-    def commit(self) -> None:
-        try:
-            super().commit()
-        finally:
-            self.release_writer()
-
-    def rollback(self) -> None:
-        try:
-            super().rollback()
-        finally:
-            self.release_writer()
-
-    def close(self) -> None:
-        try:
-            super().close()
-        finally:
-            if self.holds_writer_lock:
-                self._unlock()
-            if self.writer_file is not None:
-                os.close(self.writer_file)
-                self.writer_file = None
-
-
-_WRITES = ("INSERT", "UPDATE", "DELETE", "REPLACE")
-
-# One writer lock per database file per process, whatever the number of engines on it.
-# The file lock is then only ever waited for across processes, where its holder always
-# lets go; two engines with locks of their own could deadlock one thread that writes
-# through both (the second waits forever for the first's file lock, held by itself).
-_FILE_WRITER_LOCKS: dict[str, threading.Lock] = {}
-_FILE_WRITER_LOCKS_GUARD = threading.Lock()
-
-
-def _process_writer_lock(database: str) -> threading.Lock:
-    key = os.path.realpath(database)
-    with _FILE_WRITER_LOCKS_GUARD:
-        return _FILE_WRITER_LOCKS.setdefault(key, threading.Lock())
-
-
 def make_engine(url: str, *, pool_size: int = 40) -> Engine:
     """An engine for the URL, with SQLite's pragmas applied to every connection.
 
@@ -182,59 +94,32 @@ def make_engine(url: str, *, pool_size: int = 40) -> Engine:
     register_models()
     if url.startswith("sqlite"):
         engine = create_engine(
-            url, connect_args={"check_same_thread": False, "timeout": SQLITE_BUSY_TIMEOUT_MS / 1000,
-                               "factory": SQLiteConnection},
+            url, connect_args={"check_same_thread": False, "timeout": SQLITE_BUSY_TIMEOUT_MS / 1000},
             pool_size=pool_size, max_overflow=PG_POOL_SPARE, pool_timeout=POOL_TIMEOUT_S,
         )
         event.listen(engine, "connect", _sqlite_pragmas)
-        database = engine.url.database or ""
-        shared_file = database not in ("", ":memory:") and not database.startswith("file:")
-        writer_lock = _process_writer_lock(database) if shared_file else threading.Lock()
 
         @event.listens_for(engine, "connect")
         def _no_autobegin(dbapi_connection: Any, _record: Any) -> None:
+            # SQLAlchemy, not the sqlite3 module, decides when a transaction begins (below).
             dbapi_connection.isolation_level = None
-            dbapi_connection.writer_lock = writer_lock
-            if shared_file:
-                try:
-                    dbapi_connection.writer_file = os.open(f"{database}-writer",
-                                                           os.O_RDWR | os.O_CREAT, 0o600)
-                except OSError:  # a folder we may not write in: reading works, writing fails anyway
-                    dbapi_connection.writer_file = None
 
-        # A deferred transaction that reads and then writes fails with
-        # SQLITE_BUSY when another connection wrote in between, and the busy
-        # timeout cannot help. So a session that may write begins IMMEDIATE,
-        # taking the write lock up front (WAL readers are not blocked by it);
-        # a read-only session (GET requests) begins deferred and takes no lock.
+        # A deferred transaction that reads and then writes fails with SQLITE_BUSY when
+        # another connection wrote in between, and the busy timeout cannot help. So a
+        # session that may write begins IMMEDIATE, taking the write lock up front (WAL
+        # readers are not blocked by it); a read-only session begins deferred and takes no
+        # lock. Within one web process writers take turns before that (deps.get_session's
+        # write slots), so SQLite's own busy wait is only ever between processes.
         @event.listens_for(engine, "begin")
         def _begin(conn: Any) -> None:
-            if conn.get_execution_options().get(READ_ONLY):
-                conn.exec_driver_sql("BEGIN")
-                return
-            dbapi_connection = conn.connection.dbapi_connection
-            dbapi_connection.acquire_writer()
-            try:
-                conn.exec_driver_sql("BEGIN IMMEDIATE")
-            except BaseException:
-                dbapi_connection.release_writer()
-                raise
-
-        # A read-only session that writes after all (a page that records when it
-        # was first shown) queues on the writer lock like everyone else; if another
-        # writer committed since it began reading, SQLite refuses the write and the
-        # request is answered 503 (retry), never with stale data.
-        @event.listens_for(engine, "before_cursor_execute")
-        def _write_in_read(conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
-            if conn.get_execution_options().get(READ_ONLY) and \
-                    statement.lstrip()[:7].upper().startswith(_WRITES):
-                conn.connection.dbapi_connection.acquire_writer()
+            read_only = conn.get_execution_options().get(READ_ONLY)
+            conn.exec_driver_sql("BEGIN" if read_only else "BEGIN IMMEDIATE")
 
         return engine
     # No pool_pre_ping: it cost every request an extra round trip (a sixth of an answer's
     # throughput on PostgreSQL). A connection the server dropped (a restart) fails its
     # request instead; SQLAlchemy then discards every older pooled connection, the app
-    # answers 503 with Retry-After (main.database_busy), and the retry gets a new one.
+    # answers 503 with Retry-After, and the retry gets a new one.
     return create_engine(url, pool_size=pool_size + PG_POOL_SPARE,
                          max_overflow=0, pool_timeout=POOL_TIMEOUT_S)
 
@@ -247,45 +132,6 @@ def make_sessionmaker(engine: Engine) -> sessionmaker[Session]:
 def read_sessionmaker(engine: Engine) -> sessionmaker[Session]:
     """Sessions for requests that only read: on SQLite they take no write lock."""
     return sessionmaker(bind=engine.execution_options(**{READ_ONLY: True}), expire_on_commit=False)
-
-
-# Where a request's sessions are kept: its ASGI scope's "state" (request.state).
-REQUEST_SESSIONS = "db_sessions"
-
-
-class RequestSessions:
-    """The database sessions of one request, each made when first asked for, in the thread
-    that asks: one that may write, one that only reads (on SQLite it takes no write lock).
-
-    The event loop makes none: a view's sessions are made in its own pool thread
-    (deps.commit_when_done), which spared every request two hand-offs to a pool thread
-    and one dependency for FastAPI to resolve (docs/performance.md).
-    """
-
-    def __init__(self, write: sessionmaker[Session], read: sessionmaker[Session]) -> None:
-        self._factories = {True: write, False: read}
-        self._made: dict[bool, Session] = {}
-
-    def get(self, *, write: bool) -> Session:
-        session = self._made.get(write)
-        if session is None:
-            session = self._made[write] = self._factories[write]()
-        return session
-
-    @property
-    def open(self) -> bool:
-        return bool(self._made)
-
-    def commit(self) -> None:
-        for session in self._made.values():
-            if session.in_transaction():
-                session.commit()
-
-    def close(self) -> None:
-        """Close every session (rolling back an open transaction); a later get() makes a new one."""
-        made, self._made = self._made, {}
-        for session in made.values():
-            session.close()
 
 
 @contextmanager

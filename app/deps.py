@@ -1,163 +1,106 @@
 """Typed dependencies shared by the views: the request's session, the learner, the signed-in
-user, the clock, the parsed form, CSRF and the client's address."""
+user, the clock, the parsed form, CSRF and the client's address.
+
+The request path (docs/architecture.md): middleware (app.middleware) → these dependencies →
+the view (a plain `def`, run in the thread pool) → services → models. The session is a
+yield dependency with `scope="function"`: FastAPI runs its exit — commit, or roll back if
+the view raised — after the view returns and before the response is sent, so a failed
+commit is an error the client sees, never a success that lost its data.
+"""
 
 from __future__ import annotations
 
-import functools
-import inspect
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Annotated, Any
 
 import anyio
 import anyio.to_thread
-from fastapi import Depends, HTTPException, Request, Response
+from fastapi import Depends, Request
 from fastapi.concurrency import run_in_threadpool
-from fastapi.routing import APIRoute
 from sqlalchemy.orm import Session
 from starlette.datastructures import FormData
-from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from app.accounts.learners import account_learner_id
 from app.accounts.models import User
 from app.accounts.sessions import read_session
 from app.clock import Clock
 from app.csrf import require_csrf
-from app.db import REQUEST_SESSIONS, RequestSessions
-from app.errors import Busy
-from app.practice.learners import account_learner_id
+from app.errors import Busy, Forbidden, LoginRequired
 from app.settings import Settings
-from app.wake import wake_all
 
-# Requests with these methods only read (the few GET views that write take WriteSessionDep).
-READ_METHODS = {"GET", "HEAD", "OPTIONS"}
+# Requests with these methods only read; the few GET views that write take WriteSessionDep.
+READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
-def request_sessions(request: Request) -> RequestSessions:
-    """The request's sessions (app/db.py RequestSessions), kept in its state.
+def _finish(session: Session, commit: bool) -> None:
+    try:
+        if commit and session.in_transaction():
+            session.commit()
+    finally:
+        session.close()  # rolls back whatever is still open
 
-    Who ends them: the view's own thread, as soon as the view returns (commit_when_done);
-    when the view never runs, because a later dependency refused the request after an
-    earlier one had read the database (the signed-in user, then CSRF),
-    RequestSessionsMiddleware closes them before the refusal is sent, so no transaction
-    (on SQLite, the writer) outlives its request.
+
+@asynccontextmanager
+async def _session(request: Request, *, write: bool) -> AsyncIterator[Session]:
+    """One transaction per request, committed when the view returns, rolled back if it raised.
+
+    Making the session does no I/O (it connects on first use, in the view's thread), so it
+    is made here on the event loop; the commit runs in a pool thread.
+
+    A request that may write first takes one of the process's write slots
+    (DDPDRILL_WRITE_THREADS), held until its commit. On SQLite this makes the process's
+    writers take turns in order of arrival, instead of sleeping in SQLite's busy handler
+    (which wakes them in no order, in growing steps): measured, an answer's tail latency
+    depends on it (docs/performance.md). The wait is bounded like admission's: past it,
+    503 with Retry-After, never a stall.
     """
-    state = request.scope.setdefault("state", {})
-    sessions: RequestSessions | None = state.get(REQUEST_SESSIONS)
-    if sessions is None:
-        app_state = request.app.state
-        sessions = state[REQUEST_SESSIONS] = RequestSessions(app_state.sessionmaker,
-                                                             app_state.read_sessionmaker)
-    return sessions
-
-
-def request_session(request: Request, *, write: bool = False) -> Session:
-    """The request's session: one that may write for a POST (or when asked), else a read-only
-    one. Call it in the thread that uses the session."""
-    return request_sessions(request).get(write=write or request.method not in READ_METHODS)
-
-
-async def get_session(request: Request) -> Session:
-    """One transaction per request: committed when the view returns, rolled back on error.
-
-    GET requests get a read-only session: on SQLite it takes no write lock. A plain `def`
-    view never calls this: commit_when_done hands it the session in its own thread.
-    """
-    return request_session(request)
-
-
-async def get_write_session(request: Request) -> Session:
-    """A session that may write, for the GET views that do (on SQLite it begins IMMEDIATE)."""
-    return request_session(request, write=True)
-
-
-# The parameter commit_when_done adds to a view's signature to be handed the request.
-_REQUEST_PARAM = "ddpdrill_request"
-
-
-def commit_when_done(endpoint: Callable[..., Any], *, response_model: Any = None,
-                     status_code: int | None = None) -> Callable[..., Any]:
-    """Wrap a plain `def` view so the request's sessions commit (or, if it raised, roll
-    back) in its own thread, as soon as it returns.
-
-    Otherwise the commit runs when the session dependency exits, after FastAPI has
-    validated the response in *another* pool thread: with every pool thread waiting
-    for the database (on SQLite, for the write lock this request holds), that
-    thread never comes and nothing commits. A commit that fails still fails the request.
-
-    A view that returns an instance of its route's response model is serialized here too:
-    FastAPI would validate it again in yet another pool thread, one more hand-off per API
-    answer for a model the view has just built.
-    """
-    # FastAPI reads the view's parameters from the signature; resolve the string
-    # annotations (`from __future__ import annotations`) in the view's own module.
-    signature = inspect.signature(endpoint, eval_str=True)
-    # The view's sessions are made here, in its thread, not by FastAPI on the event loop.
-    session_params = {p.name: p.annotation is WriteSessionDep for p in signature.parameters.values()
-                      if p.annotation is SessionDep or p.annotation is WriteSessionDep}
-    params = [p for p in signature.parameters.values() if p.name not in session_params]
-    own = next((p.name for p in params if p.annotation is Request), None)
-    added = own is None
-    request_param = own or _REQUEST_PARAM
-    if added:
-        params.append(inspect.Parameter(_REQUEST_PARAM, inspect.Parameter.KEYWORD_ONLY,
-                                        annotation=Request))
-
-    @functools.wraps(endpoint)
-    def run_and_commit(*args: Any, **kwargs: Any) -> Any:
-        request: Request = kwargs.pop(request_param) if added else kwargs[request_param]
-        sessions = request_sessions(request)
-        for name, write in session_params.items():
-            kwargs[name] = request_session(request, write=write)
-        try:
-            result = endpoint(*args, **kwargs)
-        except BaseException:
-            sessions.close()  # rolls back what the view left open
-            raise
-        try:
-            sessions.commit()
-        finally:
-            sessions.close()
-        if response_model is not None and type(result) is response_model:
-            return Response(result.model_dump_json(by_alias=True), status_code=status_code or 200,
-                            media_type="application/json")
-        return result
-
-    @functools.wraps(endpoint)
-    async def dispatch(*args: Any, **kwargs: Any) -> Any:
-        request: Request = kwargs[request_param]
-        call = functools.partial(run_and_commit, *args, **kwargs)
-        writers: anyio.CapacityLimiter | None = getattr(request.app.state, "write_limiter", None)
-        if writers is None or request.method in ("GET", "HEAD"):
-            return await anyio.to_thread.run_sync(call)
-        # Requests that may write run a few at a time (DDPDRILL_WRITE_THREADS) and the
-        # rest wait here, on the event loop, in order of arrival. With every one of 32
-        # threads inside a view, each view shared the interpreter with 31 others and SQLite's
-        # writer went to whichever thread woke first: an answer took ~100 ms of wall time for
-        # 3 ms of work, and the unlucky ones far longer (docs/performance.md). GET requests
-        # and /healthz keep the whole pool, so writes queued behind a locked database never
-        # hold up pages. The wait is bounded like admission's: past it, 503 and Retry-After.
+    state = request.app.state
+    # A semaphore, not a CapacityLimiter: a yield dependency's exit may run in another task
+    # than its start, and a limiter's token belongs to the task that took it.
+    limiter: anyio.Semaphore | None = getattr(state, "write_slots", None)
+    slot = write and limiter is not None
+    if slot:
+        assert limiter is not None
         acquired = False
-        with anyio.move_on_after(request.app.state.settings.admission_wait_s):
-            await writers.acquire()
+        with anyio.move_on_after(state.settings.admission_wait_s):
+            await limiter.acquire()
             acquired = True
         if not acquired:
             raise Busy("The server is busy; try again in a moment.")
+    session: Session = (state.sessionmaker if write else state.read_sessionmaker)()
+    try:
         try:
-            return await anyio.to_thread.run_sync(call)
-        finally:
-            writers.release()
+            yield session
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(_finish, session, False)
+            raise
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(_finish, session, True)
+    finally:
+        if slot:
+            assert limiter is not None
+            limiter.release()
 
-    dispatch.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
-    return dispatch
+
+async def get_session(request: Request) -> AsyncIterator[Session]:
+    """The request's session: one that may write for any method but GET/HEAD/OPTIONS."""
+    # `async with`, not `async for`: the view's exception must reach _session's cleanup now,
+    # not whenever the garbage collector finalizes a suspended generator (which left
+    # SQLite's write lock held after a refused request).
+    async with _session(request, write=request.method not in READ_METHODS) as session:
+        yield session
 
 
-class CommittingRoute(APIRoute):
-    """The route class of every router: plain `def` views commit in their own thread."""
+async def get_write_session(request: Request) -> AsyncIterator[Session]:
+    """A session that may write, for the GET views that do (on SQLite it begins IMMEDIATE)."""
+    async with _session(request, write=True) as session:
+        yield session
 
-    def __init__(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
-        if not inspect.iscoroutinefunction(endpoint):
-            endpoint = commit_when_done(endpoint, response_model=kwargs.get("response_model"),
-                                        status_code=kwargs.get("status_code"))
-        super().__init__(path, endpoint, **kwargs)
+
+SessionDep = Annotated[Session, Depends(get_session, scope="function")]
+WriteSessionDep = Annotated[Session, Depends(get_write_session, scope="function")]
 
 
 async def get_settings_dep(request: Request) -> Settings:
@@ -182,10 +125,6 @@ async def get_clock(request: Request) -> Clock:
     return clock
 
 
-# Committed in the view's thread before the response exists (commit_when_done), so a failed
-# commit is an error the client sees rather than a success that silently lost its data.
-SessionDep = Annotated[Session, Depends(get_session)]
-WriteSessionDep = Annotated[Session, Depends(get_write_session)]
 ClockDep = Annotated[Clock, Depends(get_clock)]
 SettingsDep = Annotated[Settings, Depends(get_settings_dep)]
 FormDep = Annotated[FormData, Depends(read_form)]
@@ -193,46 +132,35 @@ FormDep = Annotated[FormData, Depends(read_form)]
 CSRF = Annotated[None, Depends(require_csrf)]
 
 
-def _signed_in_user(request: Request, uid: int, version: int) -> User | None:
-    user = request_session(request).get(User, uid)
+def _signed_in_user(db_session: Session, uid: int, version: int) -> User | None:
+    user = db_session.get(User, uid)
     if user is None or not user.active or user.session_version != version:
         return None
     return user
 
 
-async def current_user(request: Request) -> User | None:
+async def current_user(request: Request, db_session: SessionDep) -> User | None:
     """The signed-in, active user, or None for anyone else (anonymous learners included)."""
     session = read_session(request)
     if session is None:
         return None
     uid, version = session
-    return await run_in_threadpool(_signed_in_user, request, uid, version)
-
-
-class LoginRequired(StarletteHTTPException):
-    """Raised by the author and admin dependencies for a visitor who is not signed in.
-
-    A 401 on its own; the app's handler for it (accounts.views.login_required) sends a
-    browser's GET to the login page and tells htmx to go there.
-    """
-
-    def __init__(self) -> None:
-        super().__init__(401, "Sign in as an author to see this page.")
+    return await run_in_threadpool(_signed_in_user, db_session, uid, version)
 
 
 async def require_author(user: Annotated[User | None, Depends(current_user)]) -> User:
     """Any signed-in author or admin; a learner account gets 403."""
     if user is None:
-        raise LoginRequired()
+        raise LoginRequired("Sign in as an author to see this page.")
     if not user.is_staff:
-        raise HTTPException(403, "This page is for question authors; your account is a learner's.")
+        raise Forbidden("This page is for question authors; your account is a learner's.")
     return user
 
 
 async def require_admin(user: Annotated[User, Depends(require_author)]) -> User:
     """A signed-in admin; an author gets 403."""
     if not user.is_admin:
-        raise HTTPException(403, "Only an admin may do this.")
+        raise Forbidden("Only an admin may do this.")
     return user
 
 
@@ -241,16 +169,13 @@ AuthorUser = Annotated[User, Depends(require_author)]
 AdminUser = Annotated[User, Depends(require_admin)]
 
 
-def _account_learner(request: Request, user_id: int) -> str:
-    return account_learner_id(db_session=request_session(request), user_id=user_id)
-
-
-async def get_learner_id(request: Request, user: OptionalUser) -> str:
+async def get_learner_id(request: Request, user: OptionalUser, db_session: SessionDep) -> str:
     """Whose practice this request is: a signed-in learner account's own learner identity
     (the same on every device), else the browser's anonymous one from the signed cookie
     (set by LearnerCookieMiddleware). Authors practise as their browser's identity."""
     if user is not None and user.is_learner:
-        return await run_in_threadpool(_account_learner, request, user.id)
+        return await run_in_threadpool(lambda: account_learner_id(db_session=db_session,
+                                                                  user_id=user.id))
     return str(request.state.learner_id)
 
 
@@ -260,9 +185,9 @@ CurrentLearner = Annotated[str, Depends(get_learner_id)]
 async def require_learner_account(user: OptionalUser) -> User:
     """A signed-in learner account (the account pages); others are sent to sign in."""
     if user is None:
-        raise LoginRequired()
+        raise LoginRequired("Sign in to see your account.")
     if not user.is_learner:
-        raise HTTPException(403, "This page is for learner accounts; authors have /author.")
+        raise Forbidden("This page is for learner accounts; authors have /author.")
     return user
 
 
@@ -276,14 +201,12 @@ def client_ip(request: Request) -> str:
 
 
 def notify_workers(request: Request) -> None:
-    """Wake the verify workers for a run just queued: this process's by an event, and on
-    SQLite every other process's too (PostgreSQL's NOTIFY wakes those, at commit)."""
+    """Wake this process's verify workers for a run just queued (PostgreSQL's NOTIFY, sent at
+    commit, wakes every other process's). Called as a background task, after the commit:
+    a worker woken sooner would find no run yet and sleep until its next poll."""
     pool = getattr(request.app.state, "worker_pool", None)
     if pool is not None:
         pool.notify()
-    folder = request.app.state.wake_folder
-    if folder is not None:
-        wake_all(folder)
 
 
 def is_htmx(request: Request) -> bool:
@@ -292,7 +215,7 @@ def is_htmx(request: Request) -> bool:
 
 
 # OpenAPI: every API error has this shape, and any API call may be refused as busy
-# (AdmissionMiddleware, or a database that stayed locked) with 503 and Retry-After.
+# (AdmissionMiddleware, a full write queue, or a database that stayed locked) with 503.
 API_ERROR: dict[str, Any] = {"content": {"application/json": {"schema": {
     "type": "object", "properties": {"detail": {}}, "required": ["detail"]}}}}
 API_BUSY: dict[int | str, dict[str, Any]] = {

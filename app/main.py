@@ -9,6 +9,7 @@ import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
+from urllib.parse import quote
 
 import anyio
 from fastapi import FastAPI, Request
@@ -26,33 +27,37 @@ from app.accounts import views as accounts_views
 from app.authoring import views as authoring_views
 from app.clock import Clock
 from app.db import make_engine, make_sessionmaker, read_sessionmaker
-from app.deps import LoginRequired
-from app.errors import Busy, InvalidInput, NotFound, RateLimited, TooLarge
+from app.errors import Busy, DomainError, InvalidInput, LoginRequired
+from app.exercises import api as exercises_api
+from app.exercises import views as exercises_views
 from app.identity import LearnerCookieMiddleware
 from app.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from app.metrics import AppMetrics, address_in, parse_networks
 from app.middleware import (
-    OVERLOAD_RETRY_AFTER_S,
     AdmissionMiddleware,
     BufferedBodyMiddleware,
     RequestMetricsMiddleware,
-    RequestSessionsMiddleware,
     SecurityHeadersMiddleware,
 )
-from app.practice import api as practice_api
-from app.practice import progress_api, progress_views
-from app.practice import views as practice_views
+from app.mock import api as mock_api
+from app.mock import views as mock_views
+from app.progress import api as progress_api
+from app.progress import views as progress_views
 from app.questions import api as questions_api
 from app.questions import views as questions_views
+from app.quizzes import api as quizzes_api
+from app.quizzes import views as quizzes_views
 from app.render.markdown import pygments_css
+from app.reports import api as reports_api
+from app.reports import views as reports_views
+from app.review import api as review_api
+from app.review import views as review_views
 from app.settings import Settings, get_settings
 from app.templating import STATIC_DIR, templates
 from app.verify import views as verify_views
 from app.verify.engine import sandbox_status
-from app.verify.knobs import InvalidKnob
 from app.verify.service import queue_state
 from app.verify.worker import WorkerPool, warm_engine
-from app.wake import wake_folder
 
 # Swagger UI for /docs, vendored and pinned (static/vendor/README.md).
 SWAGGER_UI = "/static/vendor/swagger-ui-5.35.0"
@@ -82,9 +87,40 @@ def _slash_twin(app: FastAPI, request: Request) -> str | None:
     return None
 
 
-def _busy(exc: Exception) -> bool:
-    text = str(getattr(exc, "orig", exc)).lower()
-    return "locked" in text or "busy" in text
+def _database_busy(exc: Exception) -> bool:
+    """Whether a database error means "try again" rather than a bug: SQLite stayed locked by
+    another process, no pooled connection came free in time, or the server dropped the
+    connection (a PostgreSQL restart; the pool has discarded the old ones)."""
+    if isinstance(exc, PoolTimeout) or getattr(exc, "connection_invalidated", False):
+        return True
+    orig = getattr(exc, "orig", None)
+    return isinstance(orig, sqlite3.OperationalError) and getattr(
+        orig, "sqlite_errorcode", None) in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+
+
+def render_error(request: Request, status: int, detail: object,
+                 headers: dict[str, str] | None = None) -> Response:
+    """The one way every error is answered: JSON `{"detail": ...}` under /api/, else the error
+    page (an htmx request gets the same page, which its error swap shows)."""
+    if _wants_json(request):
+        return SafeJSONResponse({"detail": detail}, status_code=status, headers=headers)
+    if not isinstance(detail, str):
+        detail = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in detail)  # type: ignore[attr-defined]
+    return templates.TemplateResponse(request, "errors/error.html",
+                                      {"status": status, "detail": detail}, status_code=status,
+                                      headers=headers)
+
+
+def _to_login(request: Request, exc: LoginRequired) -> Response:
+    """A visitor who must sign in: a browser's GET goes to the login page, htmx is told to
+    go there, anything else gets 401."""
+    target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+    login = f"/login?next={quote(target, safe='')}"
+    if request.headers.get("HX-Request") == "true":
+        return Response(status_code=401, headers={"HX-Redirect": login})
+    if request.method == "GET" and not _wants_json(request):
+        return RedirectResponse(login, status_code=303)
+    return render_error(request, 401, exc.message)
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -103,8 +139,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         # The views' thread pool and the database pool are sized together: every
         # thread can hold a connection, so no view waits for one while holding a thread.
         anyio.to_thread.current_default_thread_limiter().total_tokens = settings.threads
-        # Of those threads, requests that may write use at most this many (deps.commit_when_done).
-        app.state.write_limiter = anyio.CapacityLimiter(min(settings.write_threads, settings.threads))
+        # Of those threads, requests that may write use at most this many (deps.get_session).
+        slots = min(settings.write_threads, settings.threads)
+        app.state.write_slots = anyio.Semaphore(slots, max_value=slots)
         pool = None
         if settings.workers > 0:
             pool = WorkerPool(app.state.sessionmaker, settings, settings.workers)
@@ -125,7 +162,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.clock = Clock(settings.clock_offset_file)
     app.state.engine = engine
     app.state.sessionmaker = make_sessionmaker(engine)
-    app.state.wake_folder = wake_folder(settings.resolved_database_url)
     app.state.read_sessionmaker = read_sessionmaker(engine)
 
     def read_queue() -> dict[str, Any]:
@@ -133,8 +169,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             return queue_state(db_session=session)
 
     app.state.metrics = AppMetrics(read_queue)
-    # Innermost: a session a refused request left open is closed before the refusal goes out.
-    app.add_middleware(RequestSessionsMiddleware)
     app.add_middleware(LearnerCookieMiddleware, secret_key=settings.resolved_secret_key())
     # A request takes a slot only once its body is in, so slow clients hold no slot.
     app.add_middleware(AdmissionMiddleware, limit=settings.max_requests_in_flight,
@@ -163,19 +197,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         # "unavailable": pages work but Verify refuses to run snippets.
         return {"status": "ok", "sandbox": sandbox}
 
-    app.include_router(practice_api.router)
-    app.include_router(practice_views.router)
-    app.include_router(questions_views.router)
-    app.include_router(verify_views.api)
-    app.include_router(verify_views.router)
-    app.include_router(questions_api.router)
-    app.include_router(practice_api.learning)
-    app.include_router(progress_api.router)
-    app.include_router(progress_views.router)
-    app.include_router(accounts_views.router)
-    app.include_router(authoring_views.router)
-    # Signed-out visitors to /author and /admin are sent to the login page.
-    app.add_exception_handler(LoginRequired, accounts_views.login_required)
+    for router in (quizzes_api.router, quizzes_views.router, questions_views.router,
+                   verify_views.api, verify_views.router, questions_api.router, review_api.router,
+                   reports_api.router, review_views.router, reports_views.router,
+                   exercises_api.router, exercises_views.router, progress_api.router,
+                   mock_api.router, mock_views.router, progress_views.router,
+                   accounts_views.router, authoring_views.router):
+        app.include_router(router)
 
     css = pygments_css()
 
@@ -208,91 +236,42 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # header, which a client controls; ours is relative.
     app.router.redirect_slashes = False
 
+    @app.exception_handler(DomainError)
+    async def domain_error(request: Request, exc: DomainError) -> Response:
+        if isinstance(exc, LoginRequired):
+            return _to_login(request, exc)
+        detail: object = exc.message
+        if isinstance(exc, InvalidInput) and exc.loc is not None and _wants_json(request):
+            detail = [{"loc": ["body", *exc.loc], "msg": exc.message, "type": "value_error"}]
+        return render_error(request, exc.status, detail, exc.headers or None)
+
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
         if exc.status_code == 404 and (twin := _slash_twin(app, request)) is not None:
             return RedirectResponse(twin, status_code=307)
-        if _wants_json(request):
-            return SafeJSONResponse({"detail": exc.detail}, status_code=exc.status_code,
-                                    headers=getattr(exc, "headers", None))
-        return templates.TemplateResponse(
-            request, "errors/error.html",
-            {"status": exc.status_code, "detail": exc.detail}, status_code=exc.status_code,
-        )
+        return render_error(request, exc.status_code, exc.detail, getattr(exc, "headers", None))
 
-    def error_page(request: Request, status: int, detail: object,
-                   headers: dict[str, str] | None = None) -> Response:
-        if _wants_json(request):
-            return SafeJSONResponse({"detail": detail}, status_code=status, headers=headers)
-        return templates.TemplateResponse(request, "errors/error.html",
-                                          {"status": status, "detail": detail}, status_code=status,
-                                          headers=headers)
-
-    @app.exception_handler(NotFound)
-    async def not_found(request: Request, exc: NotFound) -> Response:
-        return error_page(request, 404, str(exc))
-
-    @app.exception_handler(RateLimited)
-    async def rate_limited(request: Request, exc: RateLimited) -> Response:
-        return error_page(request, 429, str(exc), {"Retry-After": str(exc.retry_after_s)})
-
-    @app.exception_handler(InvalidInput)
-    async def invalid_input(request: Request, exc: InvalidInput) -> Response:
-        return error_page(request, 422, str(exc))
-
-    @app.exception_handler(TooLarge)
-    async def too_large(request: Request, exc: TooLarge) -> Response:
-        return error_page(request, 413, str(exc))
-
-    @app.exception_handler(InvalidKnob)
-    async def invalid_knob(request: Request, exc: InvalidKnob) -> Response:
-        if _wants_json(request):
-            return error_page(request, 422, [{"loc": ["body", "params", exc.knob], "msg": exc.message,
-                                              "type": "knob"}])
-        return error_page(request, 422, str(exc))
-
-    @app.exception_handler(Busy)
-    async def busy(request: Request, exc: Busy) -> Response:
-        return error_page(request, 503, str(exc), {"Retry-After": str(OVERLOAD_RETRY_AFTER_S)})
+    @app.exception_handler(RequestValidationError)
+    async def validation_error(request: Request, exc: RequestValidationError) -> Response:
+        return render_error(request, 422, [
+            {"loc": list(e.get("loc", [])), "msg": e.get("msg", ""), "type": e.get("type", "")}
+            for e in exc.errors()])
 
     @app.exception_handler(PoolTimeout)
     @app.exception_handler(OperationalError)
-    @app.exception_handler(sqlite3.OperationalError)  # raised by our own writer lock
-    async def database_busy(request: Request, exc: Exception) -> Response:
-        # SQLite stayed locked past our wait, no pool connection came free in time, or the
-        # database dropped the connection (a PostgreSQL restart; the pool has discarded the
-        # old connections): the request did nothing, so the client may simply retry.
-        if isinstance(exc, OperationalError | sqlite3.OperationalError) and not _busy(exc) \
-                and not getattr(exc, "connection_invalidated", False):
+    async def database_error(request: Request, exc: Exception) -> Response:
+        if not _database_busy(exc):
             raise exc
-        logging.getLogger("ddpdrill").warning("database busy on %s: %s", request.url.path, exc)
-        return error_page(request, 503, "The server is busy; try again in a moment.",
-                          {"Retry-After": str(OVERLOAD_RETRY_AFTER_S)})
+        # The request did nothing, so the client may simply retry.
+        log.warning("database busy on %s: %s", request.url.path, exc)
+        busy = Busy("The server is busy; try again in a moment.")
+        return render_error(request, busy.status, busy.message, busy.headers)
 
     @app.exception_handler(OverflowError)
     @app.exception_handler(DataError)
     async def out_of_range(request: Request, exc: Exception) -> Response:
         # A number too large for the database's integer columns (an id in a URL, say):
         # whatever it names cannot exist.
-        detail = "A number in the request is out of range."
-        if _wants_json(request):
-            return JSONResponse({"detail": detail}, status_code=422)
-        return templates.TemplateResponse(request, "errors/error.html",
-                                          {"status": 422, "detail": detail}, status_code=422)
-
-    @app.exception_handler(RequestValidationError)
-    async def validation_error(request: Request, exc: RequestValidationError) -> Response:
-        errors = [
-            {"loc": list(e.get("loc", [])), "msg": e.get("msg", ""), "type": e.get("type", "")}
-            for e in exc.errors()
-        ]
-        if _wants_json(request):
-            return SafeJSONResponse({"detail": errors}, status_code=422)
-        return templates.TemplateResponse(
-            request, "errors/error.html",
-            {"status": 422, "detail": "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}"
-                                                for e in errors)},
-            status_code=422,
-        )
+        return render_error(request, 422, "A number in the request is out of range.")
 
     return app

@@ -6,11 +6,8 @@ import asyncio
 import json
 import time
 
-import anyio
-import anyio.to_thread
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.db import REQUEST_SESSIONS, RequestSessions
 from app.metrics import AppMetrics
 
 # The largest body any route takes: a zipped bank upload (5 MB) and its form overhead.
@@ -166,45 +163,6 @@ class AdmissionMiddleware:
             await self.app(scope, receive, send)
         finally:
             self.slots.release()
-
-
-class RequestSessionsMiddleware:
-    """Ends the database sessions a request left open, before its response goes out.
-
-    A plain `def` view's own thread commits and closes the request's sessions
-    (deps.commit_when_done), so on the usual path there is nothing to do here and no
-    extra hand-off to a pool thread. A session is left open when its view never ran: a
-    dependency refused the request (CSRF, a missing role) after an earlier one had read
-    the database (the signed-in user). Its transaction, on SQLite the process's writer,
-    must not outlive the request: it is closed, rolled back, in a pool thread, and only
-    then is the refusal sent, so a client that acts on the refusal finds the database free.
-    """
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-
-        async def close_then_send(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                await _close_leftover_sessions(scope)
-            await send(message)
-
-        try:
-            await self.app(scope, receive, close_then_send)
-        finally:
-            await _close_leftover_sessions(scope)
-
-
-async def _close_leftover_sessions(scope: Scope) -> None:
-    sessions: RequestSessions | None = scope.get("state", {}).get(REQUEST_SESSIONS)
-    if sessions is not None and sessions.open:
-        # Shielded: a client that hangs up must not leave the transaction open.
-        with anyio.CancelScope(shield=True):
-            await anyio.to_thread.run_sync(sessions.close)
 
 
 class SecurityHeadersMiddleware:

@@ -4,19 +4,16 @@ app.db imports it whenever an engine or session factory is made, and Alembic's e
 imports it, so a model added here is known to every entry point.
 """
 
-from app.accounts.models import AuditEntry, LoginAttempt, User
+from app.accounts.models import AuditEntry, Learner, User
 from app.authoring.models import BankUpload
 from app.db import Base
-from app.practice.models import (
-    Attempt,
-    Learner,
-    ProblemReport,
-    Quiz,
-    QuizItem,
-    ReviewCard,
-    ReviewLog,
-)
+from app.mock.models import MockInterview
+from app.progress.models import LearnerGoal
 from app.questions.models import Question, QuestionRevision, Topic
+from app.quizzes.models import Attempt, Quiz, QuizItem
+from app.ratelimit import RateHit
+from app.reports.models import ProblemReport
+from app.review.models import ReviewCard, ReviewLog
 from app.verify.models import Run, Verdict
 
 __all__ = [
@@ -25,12 +22,14 @@ __all__ = [
     "BankUpload",
     "Base",
     "Learner",
-    "LoginAttempt",
+    "LearnerGoal",
+    "MockInterview",
     "ProblemReport",
     "Question",
     "QuestionRevision",
     "Quiz",
     "QuizItem",
+    "RateHit",
     "ReviewCard",
     "ReviewLog",
     "Run",

@@ -7,7 +7,7 @@ from pathlib import Path
 from fastapi.templating import Jinja2Templates
 
 from app.csrf import csrf_token
-from app.practice.models import CONFIDENCE_LEVELS, REPORT_KINDS
+from app.quizzes.models import CONFIDENCE_LEVELS
 from app.render.markdown import highlight_code, render_inline, render_markdown
 from app.render.runs import (
     bucket_iterations,
@@ -17,6 +17,7 @@ from app.render.runs import (
     value_names,
 )
 from app.render.traces import static_bucket_picture, static_rank_picture
+from app.reports.models import REPORT_KINDS
 from app.verify import knobs
 from app.verify.service import result_of
 

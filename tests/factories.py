@@ -187,3 +187,20 @@ def answer(client: Any, slug: str, value: object, confidence: str | None = None,
     if confidence:
         data["confidence"] = confidence
     return client.post(action, data=data, follow_redirects=False)
+
+
+def api_routes(app: Any) -> list[Any]:
+    """Every endpoint route with its full path and effective dependencies.
+
+    FastAPI 0.165 keeps included routers nested (app.routes holds _IncludedRouter
+    objects); iter_route_contexts flattens them, prefixes and router dependencies
+    included. Older versions flatten app.routes themselves.
+    """
+    try:
+        from fastapi.routing import iter_route_contexts
+    except ImportError:  # pragma: no cover - older FastAPI
+        from fastapi.routing import APIRoute
+
+        return [r for r in app.routes if isinstance(r, APIRoute)]
+    return [c for c in iter_route_contexts(app.routes)
+            if c.methods and getattr(c, "dependant", None) is not None]

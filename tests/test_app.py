@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from http.cookies import SimpleCookie
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
@@ -12,13 +13,14 @@ from sqlalchemy import text as sql
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
+from app.accounts.models import Learner
 from app.db import SQLITE_BUSY_TIMEOUT_MS, make_engine
 from app.identity import LEARNER_COOKIE, LEARNER_COOKIE_MAX_AGE
 from app.main import create_app
 from app.migrate import upgrade
-from app.practice.models import Learner, Quiz
+from app.quizzes.models import Quiz
 from app.settings import Settings
-from tests.factories import FIXTURE_BANK, count, learner_id, parse, start_quiz, text
+from tests.factories import FIXTURE_BANK, api_routes, count, learner_id, parse, start_quiz, text
 
 
 def _set_cookie(response: object) -> SimpleCookie:
@@ -154,13 +156,19 @@ def test_make_engine_applies_the_pragmas_to_every_new_connection(tmp_path: Path)
         engine.dispose()
 
 
-def test_every_view_that_takes_a_session_commits_in_its_own_thread(app_client: TestClient) -> None:
-    """A plain `def` view on another route class would commit only after FastAPI validated
-    its response in a second pool thread; under load that thread never comes (issue 15)."""
-    from fastapi.routing import APIRoute
+def test_every_session_a_view_gets_ends_before_its_response(app_client: TestClient) -> None:
+    """The request's session is FastAPI's yield dependency with scope="function": it commits
+    (or rolls back) after the view and before the response, so a failed commit is an error
+    the client sees. No route may reach a session any other way."""
+    from app.deps import get_session, get_write_session
 
-    from app.deps import CommittingRoute
+    def sessions(dependant: Any) -> list[Any]:
+        found = [d for d in dependant.dependencies if d.call in (get_session, get_write_session)]
+        return found + [x for d in dependant.dependencies for x in sessions(d)]
 
-    plain = [r.path for r in app_client.app.routes  # type: ignore[attr-defined]
-             if isinstance(r, APIRoute) and not isinstance(r, CommittingRoute)]
-    assert sorted(plain) == ["/docs", "/healthz", "/metrics", "/static-gen/pygments.css"]
+    with_session = 0
+    for route in api_routes(app_client.app):
+        for dep in sessions(route.dependant):
+            assert dep.scope == "function", route.path
+            with_session += 1
+    assert with_session > 50

@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from typer.testing import CliRunner
 
 from app.cli import app as cli_app
-from app.cli import prepare_default
+from app.cli.serve import prepare
 from app.migrate import alembic_config
 from app.models import Base
 from app.questions.models import Question, QuestionRevision, Topic
@@ -198,14 +198,14 @@ def test_bank_import_on_the_default_database_migrates_it_first(ddpdrill: Run, tm
 
 def test_serve_prepares_the_default_database_and_loads_the_bank_only_when_empty(tmp_path: Path) -> None:
     settings = Settings(data_dir=tmp_path / "data", bank_dir=FIXTURE_BANK, secret_key="k")
-    prepare_default(settings)
+    prepare(settings)
     url = settings.resolved_database_url
     engine = create_engine(url)
     factory = sessionmaker(engine)
     try:
         assert count(factory, Question) == 5
         revisions = count(factory, QuestionRevision)
-        prepare_default(settings)  # a restart does not import again
+        prepare(settings)  # a restart does not import again
         assert count(factory, QuestionRevision) == revisions
     finally:
         engine.dispose()
@@ -214,7 +214,7 @@ def test_serve_prepares_the_default_database_and_loads_the_bank_only_when_empty(
 def test_serve_does_not_load_the_bank_when_told_not_to(tmp_path: Path) -> None:
     settings = Settings(data_dir=tmp_path / "data", bank_dir=FIXTURE_BANK, secret_key="k",
                         load_bank_on_start=False)
-    prepare_default(settings)
+    prepare(settings)
     engine = create_engine(settings.resolved_database_url)
     try:
         assert count(sessionmaker(engine), Question) == 0

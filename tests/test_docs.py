@@ -79,3 +79,12 @@ def test_every_command_is_documented(command: str) -> None:
     text = "\n".join(p.read_text() for p in docs if p.exists())
     assert re.search(rf"`{re.escape(command)}(\s[^`]*)?`", text), (
         f"`{command}` appears in `ddpdrill --help` but not in README.md or docs/")
+
+
+def test_the_docs_never_send_a_reader_outside_the_repository() -> None:
+    """A user's clone has only the repository: no page may point at ../ or the team's notes."""
+    root = Path(__file__).resolve().parent.parent
+    pages = [root / "README.md", *sorted((root / "docs").glob("*.md"))]
+    outside = [f"{p.relative_to(root)}: {line.strip()}" for p in pages
+               for line in p.read_text().splitlines() if "../shared" in line or "](../" in line]
+    assert not outside, outside

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
+
+import grimp
 
 ROOT = Path(__file__).resolve().parent.parent
 ARCHITECTURE = (ROOT / "docs" / "architecture.md").read_text()
@@ -16,6 +19,24 @@ def _loaded_after_import(module: str) -> set[str]:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=ROOT, timeout=120)
     return set(out.stdout.split())
+
+
+# The web layer: entry points, the request plumbing, and every feature's pages and API.
+# The session cookie (accounts.sessions) and the editor's form (authoring.schemas) read
+# and write HTTP by nature, so they are web modules too.
+WEB_LAYER = re.compile(r"^app\.(main|deps|templating|middleware|identity|csrf|metrics|cli(\..*)?"
+                       r"|[a-z_]+\.(views|api)|accounts\.sessions|authoring\.schemas)$")
+
+
+def test_nothing_outside_the_web_layer_reaches_the_web_stack() -> None:
+    """What import-linter's patterns cannot say ("every module but the web layer"), checked
+    on the real import graph, so a module added tomorrow is covered too."""
+    graph = grimp.build_graph("app", include_external_packages=True)
+    web = [m for m in ("fastapi", "starlette", "jinja2") if m in graph.modules]
+    reaching = {m: graph.find_shortest_chain(importer=m, imported=w)
+                for m in sorted(graph.modules) if m.startswith("app") and not WEB_LAYER.match(m)
+                for w in web if graph.chain_exists(importer=m, imported=w)}
+    assert not reaching, reaching
 
 
 def test_bank_verify_and_workers_start_without_the_web_stack() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ForeignKey, Index, String
+from sqlalchemy import ForeignKey, String
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.db import Base, utcnow
@@ -56,14 +56,12 @@ class AuditEntry(Base):
     created_at: Mapped[datetime] = mapped_column(default=utcnow, index=True)
 
 
-class LoginAttempt(Base):
-    """A failed sign-in, counted per username and client address for the rate limit."""
+class Learner(Base):
+    """An identity from a signed cookie; an account may claim it later."""
 
-    __tablename__ = "login_attempts"
+    __tablename__ = "learners"
 
-    id: Mapped[int] = mapped_column(primary_key=True)
-    username: Mapped[str] = mapped_column(String(64))
-    client_ip: Mapped[str] = mapped_column(String(64))
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    # Set when a learner account claims this identity (sign-up); one learner per account.
+    user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id"), index=True)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
-
-    __table_args__ = (Index("ix_login_attempts_key", "username", "client_ip", "created_at"),)

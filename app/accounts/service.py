@@ -7,31 +7,26 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from app.accounts.models import ROLES, AuditEntry, LoginAttempt, User
+from app import ratelimit
+from app.accounts.models import ROLES, AuditEntry, User
 from app.accounts.passwords import burn_verify, hash_password, verify_and_update
-from app.db import utcnow
-from app.errors import RateLimited
+from app.errors import InvalidInput, RateLimited
 
 USERNAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$")
 # Long enough that guessing within the login rate limit is hopeless.
 MIN_PASSWORD_LENGTH = 10
 # Failed logins are counted over this window (settings.login_attempts_per_minute).
 LOGIN_WINDOW_SECONDS = 60
-# Failed-login rows older than this are deleted on the next login.
-LOGIN_ATTEMPT_RETENTION = timedelta(hours=1)
-# Sign-ups are counted per client address in the failed-login table under this name, which
-# no account can have (a username starts with a letter or digit). Window: the retention.
-SIGNUP_KEY = "~signup"
-SIGNUP_WINDOW_SECONDS = int(LOGIN_ATTEMPT_RETENTION.total_seconds())
+# Sign-ups are counted per client address over this window.
+SIGNUP_WINDOW_SECONDS = 3600
 
 
-class AccountError(ValueError):
+class AccountError(InvalidInput):
     """A username, password or role that cannot be used."""
 
 
@@ -152,31 +147,24 @@ class LoginResult:
     limited: bool = False
 
 
-def failed_logins(*, db_session: Session, username: str, client_ip: str, seconds: float) -> int:
-    """Failed sign-ins for this username from this address in the last `seconds`."""
-    since = utcnow() - timedelta(seconds=seconds)
-    return int(db_session.scalar(
-        select(func.count()).select_from(LoginAttempt).where(
-            LoginAttempt.username == username.lower()[:64], LoginAttempt.client_ip == client_ip[:64],
-            LoginAttempt.created_at >= since)
-    ) or 0)
-
-
 def check_signup_rate(*, db_session: Session, client_ip: str, limit: int) -> None:
     """Count a sign-up from this address; RateLimited once `limit` were made in the hour.
 
     Each sign-up hashes a password (argon2, deliberately slow), so sign-ups are throttled
-    per address like failed sign-ins, in the same table, across web processes.
-    """
-    made = failed_logins(db_session=db_session, username=SIGNUP_KEY, client_ip=client_ip,
-                         seconds=SIGNUP_WINDOW_SECONDS)
-    if made >= limit:
+    per address, across web processes."""
+    try:
+        ratelimit.hit(db_session=db_session, bucket="signup", key=client_ip, limit=limit,
+                      window_s=SIGNUP_WINDOW_SECONDS,
+                      message="Too many new accounts from this address; try again in an hour.")
+    except RateLimited:
         audit(db_session=db_session, user=None, actor="-", action="signup.limited",
               detail={"ip": client_ip})
-        raise RateLimited("Too many new accounts from this address; try again in an hour.",
-                          retry_after_s=SIGNUP_WINDOW_SECONDS)
-    db_session.add(LoginAttempt(username=SIGNUP_KEY, client_ip=client_ip[:64]))
-    db_session.flush()
+        raise
+
+
+def login_key(username: str, client_ip: str) -> str:
+    """The rate limiter's key for sign-ins: failures count per username and address."""
+    return f"{username.lower()[:64]}:{client_ip[:64]}"
 
 
 def authenticate(
@@ -184,30 +172,22 @@ def authenticate(
 ) -> LoginResult:
     """The active user these credentials name, or None; `limited` once the rate limit is hit.
 
-    The limit counts failures per (username, client address) in the database, so it
-    holds across web processes. Every outcome is audited with the client's address.
+    Failures count per (username, client address) in the rate limiter (app.ratelimit), so
+    the limit holds across web processes. Every outcome is audited with the address.
 
-    Every attempt is first recorded as a failure, in a short transaction in which
-    attempts for one pair take turns (SQLite: the write lock; PostgreSQL: a
-    transaction-scoped advisory lock), so a burst of concurrent guesses cannot all
-    read the count before any is recorded. That transaction is committed here, before
-    the password hash is checked: the check takes a tenth of a second of CPU, and on
-    SQLite no other request could write meanwhile. A correct password then removes
-    its record in the request's next transaction.
+    Every attempt is first counted as a failure, and that is committed here, before the
+    password hash is checked: the check takes a tenth of a second of CPU, and on SQLite no
+    other request could write meanwhile. A correct password then takes its hit back in
+    the request's next transaction.
     """
-    if db_session.get_bind().dialect.name == "postgresql":
-        pair = f"login:{username.lower()[:64]}:{client_ip[:64]}"
-        db_session.execute(select(func.pg_advisory_xact_lock(func.hashtext(pair))))
-    db_session.execute(
-        delete(LoginAttempt).where(LoginAttempt.created_at < utcnow() - LOGIN_ATTEMPT_RETENTION)
-    )
     ip = {"ip": client_ip}
-    if failed_logins(db_session=db_session, username=username, client_ip=client_ip,
-                     seconds=LOGIN_WINDOW_SECONDS) >= limit:
+    try:
+        attempt = ratelimit.hit(db_session=db_session, bucket="login",
+                                key=login_key(username, client_ip), limit=limit,
+                                window_s=LOGIN_WINDOW_SECONDS, message="too many failed sign-ins")
+    except RateLimited:
         audit(db_session=db_session, user=None, actor=username, action="login.limited", detail=ip)
         return LoginResult(None, limited=True)
-    attempt = LoginAttempt(username=username.lower()[:64], client_ip=client_ip[:64])
-    db_session.add(attempt)
     user = get_user_by_name(db_session=db_session, username=username)
     db_session.commit()
     ok = False
@@ -220,6 +200,6 @@ def authenticate(
     if not ok or user is None:
         audit(db_session=db_session, user=None, actor=username, action="login.failed", detail=ip)
         return LoginResult(None)
-    db_session.delete(attempt)
+    ratelimit.forgive(db_session=db_session, hit_row=attempt)
     audit(db_session=db_session, user=user, action="login", detail=ip)
     return LoginResult(user)

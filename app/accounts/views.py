@@ -5,18 +5,17 @@ from __future__ import annotations
 
 import json
 from typing import Any
-from urllib.parse import quote, urlsplit
+from urllib.parse import urlsplit
 
-from fastapi import APIRouter, Depends, HTTPException, Request
+from fastapi import APIRouter, Depends, Request
 from fastapi.responses import RedirectResponse, Response
 
-from app.accounts import service
+from app.accounts import learners, service
 from app.accounts.models import ROLES, User
 from app.accounts.sessions import clear_session_cookie, set_session_cookie
 from app.deps import (
     CSRF,
     AdminUser,
-    CommittingRoute,
     CurrentLearner,
     FormDep,
     LearnerUser,
@@ -24,17 +23,15 @@ from app.deps import (
     SessionDep,
     SettingsDep,
     client_ip,
-    is_htmx,
     require_admin,
 )
-from app.errors import RateLimited
+from app.errors import NotFound, RateLimited
 from app.identity import LEARNER_COOKIE, LEARNER_COOKIE_MAX_AGE, fresh_learner_cookie
-from app.practice import learners, reports
+from app.reports import service as reports
 from app.templating import templates
 
-router = APIRouter(include_in_schema=False, route_class=CommittingRoute)
-admin = APIRouter(prefix="/admin", include_in_schema=False, dependencies=[Depends(require_admin)],
-                  route_class=CommittingRoute)
+router = APIRouter(include_in_schema=False)
+admin = APIRouter(prefix="/admin", include_in_schema=False, dependencies=[Depends(require_admin)])
 
 
 def _safe_next(target: str | None) -> str:
@@ -45,20 +42,6 @@ def _safe_next(target: str | None) -> str:
     if parts.scheme or parts.netloc:
         return "/author"
     return target
-
-
-def login_required(request: Request, exc: Exception) -> Response:
-    """Exception handler for LoginRequired: browsers go to the login page, others get 401."""
-    target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
-    login = f"/login?next={quote(target, safe='')}"
-    if is_htmx(request):
-        return Response(status_code=401, headers={"HX-Redirect": login})
-    if request.method == "GET":
-        return RedirectResponse(login, status_code=303)
-    return templates.TemplateResponse(
-        request, "errors/error.html",
-        {"status": 401, "detail": "Sign in as an author to do this."}, status_code=401,
-    )
 
 
 def _page(request: Request, name: str, ctx: dict[str, Any], status: int = 200, **kw: Any) -> Response:
@@ -231,7 +214,7 @@ def update_user(
 ) -> Response:
     target = service.get_user(db_session=db_session, user_id=user_id)
     if target is None:
-        raise HTTPException(404, f"No user {user_id}.")
+        raise NotFound(f"No user {user_id}.")
     role = str(form.get("role") or target.role)
     active = form.get("active") == "1"
     if target.id == user.id and (role != target.role or not active):

@@ -14,6 +14,7 @@ import zipfile
 from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
 
+from app.errors import InvalidInput
 from app.questions.bank import write_bank
 from app.questions.schema import QuestionDoc, TopicDoc
 
@@ -26,7 +27,7 @@ MAX_UPLOAD_FILES = 1000
 BANK_SUFFIXES = {".yaml", ".py"}
 
 
-class UploadError(ValueError):
+class UploadError(InvalidInput):
     """The upload cannot be read as a bank at all (bad path, too big, not a zip)."""
 
 

@@ -25,6 +25,7 @@ from app.accounts.service import audit
 from app.authoring import bankfiles
 from app.authoring.models import BankUpload
 from app.db import utcnow
+from app.errors import Conflict, Forbidden, NotFound
 from app.questions.bank import Bank, content_hash, dump_question_yaml, load_bank
 from app.questions.models import (
     STATUS_DRAFT,
@@ -56,15 +57,11 @@ SOURCE_REVERT = "revert"
 SOURCE_OVERRIDE = "override"
 
 
-class NotAllowed(PermissionError):
+class NotAllowed(Forbidden):
     """The user may not do this to this question."""
 
 
-class Conflict(ValueError):
-    """Someone saved a newer revision since this editor was opened."""
-
-
-class PublishRefused(ValueError):
+class PublishRefused(Conflict):
     """The publish gate is closed; `gate` says why."""
 
     def __init__(self, message: str, result: gate.Gate | None = None) -> None:
@@ -106,7 +103,7 @@ def editing_revision(*, db_session: Session, question: Question) -> QuestionRevi
     rev_id = question.draft_revision_id or question.current_revision_id
     rev = db_session.get(QuestionRevision, rev_id) if rev_id is not None else None
     if rev is None:
-        raise LookupError(f"question {question.slug!r} has no revision")
+        raise NotFound(f"question {question.slug!r} has no revision")
     return rev
 
 
@@ -197,7 +194,7 @@ def revert(*, db_session: Session, question: Question, number: int, user: User) 
     require_edit(db_session=db_session, user=user, question=question)
     old = get_revision(db_session=db_session, question=question, number=number)
     if old is None:
-        raise LookupError(f"{question.slug!r} has no revision {number}")
+        raise NotFound(f"{question.slug!r} has no revision {number}")
     doc = revision_doc(old)
     rev = _append_revision(db_session, question, doc, source=SOURCE_REVERT, user=user,
                            note=f"Revert to revision {number}")
@@ -477,7 +474,7 @@ def confirm_import(
     """Import a validated upload in the caller's transaction; the upload is then deleted."""
     upload = db_session.get(BankUpload, upload_id)
     if upload is None:
-        raise LookupError("that upload has expired or was already imported; upload it again")
+        raise NotFound("that upload has expired or was already imported; upload it again")
     files, _ = bankfiles.files_from_zip(upload.data)
     bank = _load_files(files)
     report = UploadReport(upload.id, upload.filename, sorted(files), [], bank, None)

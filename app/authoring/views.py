@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import yaml
-from fastapi import APIRouter, BackgroundTasks, Depends, HTTPException, Request
+from fastapi import APIRouter, BackgroundTasks, Depends, Request
 from fastapi.responses import RedirectResponse, Response
 from sqlalchemy import select
 from starlette.datastructures import FormData, UploadFile
@@ -22,7 +22,6 @@ from app.deps import (
     CSRF,
     AdminUser,
     AuthorUser,
-    CommittingRoute,
     FormDep,
     SessionDep,
     WriteSessionDep,
@@ -31,6 +30,7 @@ from app.deps import (
     require_admin,
     require_author,
 )
+from app.errors import Conflict, Forbidden, InvalidInput, NotFound
 from app.questions.models import STATUS_DRAFT, STATUS_PUBLISHED, STATUS_RETIRED, Question, Topic
 from app.questions.schema import Expectation, key_binding_problems
 from app.questions.service import revision_doc
@@ -41,11 +41,9 @@ from app.verify import service as verify_service
 from app.verify.expectations import evaluate
 from app.verify.models import RUN_QUEUED, RUN_RUNNING, Run
 
-router = APIRouter(include_in_schema=False, route_class=CommittingRoute)
-author = APIRouter(prefix="/author", include_in_schema=False, dependencies=[Depends(require_author)],
-                   route_class=CommittingRoute)
-admin = APIRouter(prefix="/admin", include_in_schema=False, dependencies=[Depends(require_admin)],
-                  route_class=CommittingRoute)
+router = APIRouter(include_in_schema=False)
+author = APIRouter(prefix="/author", include_in_schema=False, dependencies=[Depends(require_author)])
+admin = APIRouter(prefix="/admin", include_in_schema=False, dependencies=[Depends(require_admin)])
 
 
 def _page(request: Request, name: str, ctx: dict[str, Any], status: int = 200, **kw: Any) -> Response:
@@ -89,9 +87,9 @@ def _editable_question(db_session: Any, user: User, slug: str, *, for_update: bo
     """The question this user may change: 404 if there is none, 403 if it is not theirs."""
     question = service.get_question(db_session=db_session, slug=slug, for_update=for_update)
     if question is None:
-        raise HTTPException(404, f"No question called {slug!r}.")
+        raise NotFound(f"No question called {slug!r}.")
     if not service.can_edit(db_session=db_session, user=user, question=question):
-        raise HTTPException(403, "Only the question's author or an admin may change it.")
+        raise Forbidden("Only the question's author or an admin may change it.")
     return question
 
 
@@ -124,7 +122,7 @@ def create_question(
     if doc is not None:
         try:
             service.create_question(db_session=db_session, doc=doc, user=user, note=form.note)
-        except service.Conflict as exc:
+        except Conflict as exc:
             form.error("slug", str(exc))
         else:
             return RedirectResponse(f"/author/questions/{doc.slug}?saved=1", status_code=303)
@@ -160,7 +158,7 @@ def save_question(
             rev = service.save_draft(db_session=db_session, question=question, doc=doc, user=user,
                                      note=form.note,
                                      base_revision_id=_int_or_none(form.base_revision_id))
-        except service.Conflict as exc:
+        except Conflict as exc:
             form.error("form", str(exc))
             status = 409
         else:
@@ -251,7 +249,7 @@ def run_result(
 ) -> Response:
     run = verify_service.get_run(db_session=db_session, run_id=run_id)
     if run is None:
-        raise HTTPException(404, f"No run {run_id}.")
+        raise NotFound(f"No run {run_id}.")
     return _page(request, "_run_result.html", _run_ctx(run, expect))
 
 
@@ -267,13 +265,13 @@ def expect_this(request: Request, form: FormDep, db_session: SessionDep, _: CSRF
     try:
         run_id, rank = int(str(form.get("run_id"))), int(str(form.get("rank")))
     except ValueError:
-        raise HTTPException(422, "run_id and rank must be numbers") from None
+        raise InvalidInput("run_id and rank must be numbers") from None
     name = str(form.get("name") or "")
     run = verify_service.get_run(db_session=db_session, run_id=run_id)
     result = verify_service.result_of(run) if run is not None else None
     measured = result.rank_or_none(rank) if result is not None else None
     if run is None or measured is None or name not in measured.values:
-        raise HTTPException(404, f"Run {run_id} has no value {name!r} on rank {rank}.")
+        raise NotFound(f"Run {run_id} has no value {name!r} on rank {rank}.")
     try:
         when = dict(run.params or {})
         expect_text = schemas.add_value_expectation(
@@ -349,7 +347,7 @@ def publish(
             service.publish(db_session=db_session, question=question, user=user,
                             versions=verify_service.engine_versions())
     except service.NotAllowed as exc:
-        raise HTTPException(403, str(exc)) from None
+        raise Forbidden(str(exc)) from None
     except service.PublishRefused as exc:
         ctx = {**_gate_ctx(db_session, user, question), "error": f"Not published: {exc}"}
         return _page(request, "_gate.html" if is_htmx(request) else "gate.html", ctx, status=409)
@@ -390,7 +388,7 @@ def diff(
     old = service.get_revision(db_session=db_session, question=question, number=a)
     new = service.get_revision(db_session=db_session, question=question, number=b)
     if old is None or new is None:
-        raise HTTPException(404, f"{slug!r} has no revision {a if old is None else b}.")
+        raise NotFound(f"{slug!r} has no revision {a if old is None else b}.")
     return _page(request, "diff.html", {"user": user, "question": question, "a": old, "b": new,
                                         "lines": service.diff_revisions(old, new)})
 
@@ -402,11 +400,8 @@ def revert(
     question = _editable_question(db_session, user, slug, for_update=True)
     number = _int_or_none(str(form.get("number") or ""))
     if number is None:
-        raise HTTPException(422, "Say which revision to revert to.")
-    try:
-        service.revert(db_session=db_session, question=question, number=number, user=user)
-    except LookupError as exc:
-        raise HTTPException(404, str(exc)) from None
+        raise InvalidInput("Say which revision to revert to.")
+    service.revert(db_session=db_session, question=question, number=number, user=user)
     return RedirectResponse(f"/author/questions/{slug}?saved=1", status_code=303)
 
 
@@ -467,12 +462,9 @@ def bank_import(
     request: Request, form: FormDep, db_session: SessionDep, user: AdminUser, _: CSRF,
     background: BackgroundTasks,
 ) -> Response:
-    try:
-        report, result = service.confirm_import(
-            db_session=db_session, user=user, upload_id=str(form.get("upload_id") or ""),
-            retire_missing=form.get("retire_missing") == "1")
-    except LookupError as exc:
-        raise HTTPException(404, str(exc)) from None
+    report, result = service.confirm_import(
+        db_session=db_session, user=user, upload_id=str(form.get("upload_id") or ""),
+        retire_missing=form.get("retire_missing") == "1")
     if result is None:
         return _page(request, "bank_report.html", {"user": user, "report": report}, status=422)
     background.add_task(_prefill_cache, request)

@@ -1,13 +1,13 @@
-"""The JSON API for questions (/api/v1); attempts are app.practice.api."""
+"""The JSON API for questions (/api/v1); attempts are app.quizzes.api."""
 
 from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, HTTPException, Query
+from fastapi import APIRouter, Query
 
-from app.deps import API_BUSY, API_ERROR, CommittingRoute, SessionDep
-from app.practice.grading import tolerance_text
+from app.deps import API_BUSY, API_ERROR, SessionDep
+from app.errors import NotFound
 from app.questions import service
 from app.questions.models import Question
 from app.questions.schemas import (
@@ -17,9 +17,9 @@ from app.questions.schemas import (
     QuestionOut,
     QuestionSummaryOut,
 )
+from app.quizzes.grading import tolerance_text
 
-router = APIRouter(prefix="/api/v1", tags=["questions"], responses=API_BUSY,
-                   route_class=CommittingRoute)
+router = APIRouter(prefix="/api/v1", tags=["questions"], responses=API_BUSY)
 
 
 def _summary(q: Question) -> QuestionSummaryOut:
@@ -43,7 +43,7 @@ def list_questions(
 def _get_or_404(db_session: SessionDep, slug: str) -> Question:
     question = service.get_published(db_session=db_session, slug=slug)
     if question is None:
-        raise HTTPException(404, f"No question called {slug!r}.")
+        raise NotFound(f"No question called {slug!r}.")
     return question
 
 

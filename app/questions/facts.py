@@ -75,9 +75,9 @@ COVERAGE_HEADER = """\
 bank's expectations. Do not edit by hand: change the fact list or the questions,
 then run the command again (tests/questions/test_coverage.py fails when stale). -->
 
-Every fact in the two seed documents (`../shared/seeds/`: the article "PyTorch
-DDP Interview Questions: Join and Gradient-Bucket Traces" and the six sample
-questions), and the facts the bank measures beyond them, with the question slugs
+Every fact in the two source documents the bank was first written from — the
+article "PyTorch DDP Interview Questions: Join and Gradient-Bucket Traces" and its
+six sample questions — and the facts the bank measures beyond them, with the question slugs
 that cover each. Facts carry over; sentences do not — every question is written
 from scratch.
 

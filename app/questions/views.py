@@ -1,18 +1,19 @@
-"""Learner pages: the home page and a topic's questions (practising them is app.practice)."""
+"""Learner pages: the home page and a topic's questions (practising them is app.quizzes)."""
 
 from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, HTTPException, Query, Request
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
 
-from app.deps import CommittingRoute, SessionDep
+from app.deps import SessionDep
+from app.errors import NotFound
 from app.questions import service
 from app.questions.schema import QUESTION_TYPES, QUIZ_TYPES
 from app.templating import templates
 
-router = APIRouter(include_in_schema=False, route_class=CommittingRoute)
+router = APIRouter(include_in_schema=False)
 
 
 @router.get("/")
@@ -32,7 +33,7 @@ def topic_page(
 ) -> Response:
     topic = service.get_topic(db_session=db_session, slug=slug)
     if topic is None:
-        raise HTTPException(404, f"No topic called {slug!r}.")
+        raise NotFound(f"No topic called {slug!r}.")
     chosen_types = [t for t in types if t in QUESTION_TYPES]
     # Filters come from a form whose "any" is empty; anything unknown means no filter.
     level = int(difficulty) if difficulty in ("1", "2", "3") else None

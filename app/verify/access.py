@@ -15,16 +15,17 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from app.errors import NotFound, RateLimited
-from app.practice import service as practice
+from app import ratelimit
+from app.errors import NotFound
 from app.questions.models import STATUS_PUBLISHED, Question, QuestionRevision
 from app.questions.schema import QuestionDoc
 from app.questions.service import get_published, revision_doc
+from app.quizzes import service as practice
 from app.render.runs import Change, compare
 from app.verify import service
 from app.verify.engine.result import RunResult
 from app.verify.expectations import CheckResult, ChoiceEvidence, choice_evidence, evaluate
-from app.verify.models import PRIORITY_LEARNER_CODE, PRIORITY_SHARED, RUN_DONE, RUN_FAILED, Run
+from app.verify.models import PRIORITY_LEARNER_CODE, RUN_DONE, RUN_FAILED, Run
 
 # Fresh runs per learner are counted over this window.
 RATE_WINDOW_SECONDS = 60
@@ -83,15 +84,15 @@ def start_run(
                               requested_ip=client_ip)
     live = service.find_live(db_session=db_session, key=req.key)
     if live is None or live.status == RUN_FAILED:
-        # Learner code (exercises) has its own budget (app.verify.exercise).
-        used = service.fresh_runs_since(db_session=db_session, requested_by=req.requested_by,
-                                        seconds=RATE_WINDOW_SECONDS, priority=PRIORITY_SHARED)
-        from_ip = service.fresh_runs_since(db_session=db_session, requested_ip=client_ip,
-                                           seconds=RATE_WINDOW_SECONDS, priority=PRIORITY_SHARED)
-        if used >= limit_per_minute or from_ip >= limit_per_minute * IP_RATE_FACTOR:
-            raise RateLimited(
-                f"Too many new runs in the last minute (limit {limit_per_minute} per learner); "
-                "runs that are already cached stay free.", RATE_WINDOW_SECONDS)
+        # Only a run that will execute counts: cached runs stay free. Learner code
+        # (exercises) has its own budget (app.verify.exercise).
+        message = (f"Too many new runs in the last minute (limit {limit_per_minute} per learner); "
+                   "runs that are already cached stay free.")
+        ratelimit.hit(db_session=db_session, bucket="verify", key=learner_id,
+                      limit=limit_per_minute, window_s=RATE_WINDOW_SECONDS, message=message)
+        ratelimit.hit(db_session=db_session, bucket="verify-ip", key=client_ip,
+                      limit=limit_per_minute * IP_RATE_FACTOR, window_s=RATE_WINDOW_SECONDS,
+                      message=message)
     return service.request_run(db_session=db_session, req=req)
 
 

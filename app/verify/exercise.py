@@ -6,7 +6,7 @@ learner's cache hit), queued behind every shared run (service.claim_run), and
 rate-limited per learner and per address on their own budget. Checks marked
 hidden are counted, never described: nothing here hands their label, expectation
 or measurement to a page or the API. A submission whose every check passes is
-stored as a correct attempt with its code (app.practice).
+stored as a correct attempt with its code (app.quizzes).
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from app.errors import InvalidInput, NotFound, RateLimited, TooLarge
-from app.practice import service as practice
 from app.questions.models import Question, QuestionRevision
 from app.questions.schema import Expectation, QuestionDoc
 from app.questions.service import get_published, revision_doc
+from app.quizzes import service as practice
 from app.verify import service
 from app.verify.access import IP_RATE_FACTOR, RATE_WINDOW_SECONDS
 from app.verify.engine import SnippetSyntaxError, check_snippet

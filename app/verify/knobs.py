@@ -14,12 +14,13 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from app.errors import InvalidInput
 from app.questions.schema import KnobValue, VerifyBlock
 
 FIELD_PREFIX = "knob."
 
 
-class InvalidKnob(ValueError):
+class InvalidKnob(InvalidInput):
     """A requested knob value the question does not allow."""
 
     def __init__(self, knob: str, message: str) -> None:
@@ -27,7 +28,7 @@ class InvalidKnob(ValueError):
         # keep it printable so the error itself can be sent back.
         knob = knob.encode("utf-8", "backslashreplace").decode("utf-8")
         message = message.encode("utf-8", "backslashreplace").decode("utf-8")
-        super().__init__(f"{knob}: {message}")
+        super().__init__(f"{knob}: {message}", loc=("params", knob))
         self.knob = knob
         self.message = message
 

@@ -22,14 +22,13 @@ from app import metrics
 from app.db import read_sessionmaker, session_scope, utcnow
 from app.settings import Settings
 from app.verify import service
-from app.wake import WakeSocket, wake_folder
 
 log = logging.getLogger("ddpdrill.worker")
 
-# How often an idle worker looks for work when nobody wakes it. Requests wake every
-# worker at once (their own process's by an event, other processes' by NOTIFY on
-# PostgreSQL and by a datagram on SQLite, see wake_all), so this only matters for a
-# wake-up that was lost; the look is a read, which takes no write lock.
+# How often an idle worker looks for work when nobody wakes it. A request wakes its own
+# process's workers by an event and, on PostgreSQL, every process's by NOTIFY; so this is
+# how long a run queued on SQLite by another process (`ddpdrill worker` beside `serve`, a
+# bank import) waits at most, and it covers a lost wake-up. The look is a read.
 POLL_SECONDS = 2.0
 # A lease is renewed this many times over its length, so one late renewal (a busy
 # database) does not lose it.
@@ -230,7 +229,6 @@ class WorkerPool:
         self.workers = [Worker(factory, settings, stop=self.stop, wakeup=self.wakeup)
                         for _ in range(count)]
         self.threads: list[threading.Thread] = []
-        self.wake_socket: WakeSocket | None = None
 
     def start(self) -> None:
         metrics.WORKERS_IN_PROCESS.inc(len(self.workers))
@@ -242,13 +240,6 @@ class WorkerPool:
         if bind.dialect.name == "postgresql":
             t = threading.Thread(target=self._listen, args=(bind,), name="verify-listen", daemon=True)
             t.start()
-        folder = wake_folder(bind.url.render_as_string(hide_password=False))
-        if folder is not None:
-            try:
-                self.wake_socket = WakeSocket(folder, self.wakeup)
-            except OSError:  # e.g. a path too long for a socket: other processes' runs wait a poll
-                log.warning("cannot listen in %s; runs queued by other processes wait up to %s s",
-                            folder, POLL_SECONDS, exc_info=True)
 
     def _listen(self, bind: Any) -> None:
         """Wake the workers when any process queues a run (PostgreSQL LISTEN/NOTIFY)."""
@@ -282,9 +273,6 @@ class WorkerPool:
             metrics.WORKERS_IN_PROCESS.dec(len(self.workers))
         self.stop.set()
         self.wakeup.set()
-        if self.wake_socket is not None:
-            self.wake_socket.close()
-            self.wake_socket = None
         for t in self.threads:
             t.join(timeout)
         for w in self.workers:

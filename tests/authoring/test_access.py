@@ -10,20 +10,19 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.csrf import require_csrf
 from app.db import session_scope, utcnow
 from app.deps import require_admin, require_author
-from app.practice import reports
-from app.practice import service as practice_service
 from app.questions import service as questions_service
+from app.quizzes import service as practice_service
+from app.reports import service as reports
 from app.verify import service as verify_service
 from app.verify.service import engine_versions
 from tests.authoring.helpers import create_question, csrf_of
-from tests.factories import Account, login, parse
+from tests.factories import Account, api_routes, login, parse
 
 STATE_CHANGING = {"POST", "PUT", "PATCH", "DELETE"}
 
@@ -36,24 +35,9 @@ def _calls(dependant: Any) -> set[Any]:
     return out
 
 
-def _api_routes(app: Any) -> list[Any]:
-    """Every endpoint route with its full path and effective dependencies.
-
-    FastAPI 0.165 keeps included routers nested (app.routes holds _IncludedRouter
-    objects); iter_route_contexts flattens them, prefixes and router dependencies
-    included. Older versions flatten app.routes themselves.
-    """
-    try:
-        from fastapi.routing import iter_route_contexts
-    except ImportError:  # pragma: no cover - older FastAPI
-        return [r for r in app.routes if isinstance(r, APIRoute)]
-    return [c for c in iter_route_contexts(app.routes)
-            if c.methods and getattr(c, "dependant", None) is not None]
-
-
 def _routes(app: Any, *prefixes: str) -> list[tuple[str, str, Any]]:
     found = []
-    for route in _api_routes(app):
+    for route in api_routes(app):
         if route.path.startswith(prefixes):
             for method in sorted(route.methods - {"HEAD"}):
                 found.append((method, route.path, route))
@@ -62,7 +46,7 @@ def _routes(app: Any, *prefixes: str) -> list[tuple[str, str, Any]]:
 
 def test_every_state_changing_route_outside_the_api_checks_csrf(app_client: TestClient) -> None:
     checked, missing = [], []
-    for route in _api_routes(app_client.app):
+    for route in api_routes(app_client.app):
         if not route.methods & STATE_CHANGING or route.path.startswith("/api/"):
             continue
         checked.append(route.path)

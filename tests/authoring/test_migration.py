@@ -28,7 +28,7 @@ def test_0002_goes_up_and_down_keeping_questions_and_revisions(fresh_url: str) -
     inspector = inspect(engine)
     assert "draft_revision_id" in {c["name"] for c in inspector.get_columns("questions")}
     assert "session_version" in {c["name"] for c in inspector.get_columns("users")}
-    assert {"login_attempts", "bank_uploads"} <= set(inspector.get_table_names())
+    assert {"rate_hits", "bank_uploads"} <= set(inspector.get_table_names())
     with engine.begin() as conn:
         conn.execute(text("UPDATE questions SET draft_revision_id = 1"))
     command.downgrade(alembic_config(fresh_url), "0001")

@@ -15,8 +15,8 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.accounts.models import AuditEntry
-from app.practice.models import Attempt
 from app.questions.models import Question, QuestionRevision
+from app.quizzes.models import Attempt
 from app.settings import Settings
 from app.verify.models import RUN_QUEUED, Run, Verdict
 from app.verify.worker import Worker

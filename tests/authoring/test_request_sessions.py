@@ -1,17 +1,17 @@
-"""A request's database sessions end with the request, whichever way it ends.
+"""A request's database session ends with the request, whichever way it ends.
 
-The view's own thread commits and closes them (deps.commit_when_done). When the view
-never runs, because a dependency refused the request after another had read the
-database, RequestSessionsMiddleware closes the session before the refusal goes out.
-Either way no connection stays checked out and, on SQLite, the writer is free.
+The session is FastAPI's yield dependency (app.deps.get_session, scope="function"): it
+commits or rolls back after the view, before the response; when a later dependency refuses
+the request after an earlier one read the database (the signed-in user, then CSRF), its
+exit runs all the same. No connection stays checked out and, on SQLite, the writer is free.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import sqlite3
 
 from fastapi.testclient import TestClient
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine
 
 from tests.factories import parse
 
@@ -24,11 +24,13 @@ def _engine(client: TestClient) -> Engine:
 def _assert_database_free(engine: Engine) -> None:
     assert engine.pool.checkedout() == 0  # type: ignore[attr-defined]
     if engine.dialect.name == "sqlite":
-        # The process's writer lock is free: a write transaction starts at once.
-        with engine.connect() as conn:
-            dbapi: Any = conn.connection.dbapi_connection
-            assert not dbapi.writer_lock.locked()
-            conn.execute(text("SELECT 1"))
+        # SQLite's writer is free: another connection's write transaction starts at once.
+        other = sqlite3.connect(str(engine.url.database), timeout=0, isolation_level=None)
+        try:
+            other.execute("BEGIN IMMEDIATE")
+            other.execute("ROLLBACK")
+        finally:
+            other.close()
 
 
 def test_a_form_post_refused_after_the_user_was_read_leaves_no_transaction(

@@ -50,6 +50,7 @@ def _free_port() -> int:
 def serve(settings: Settings) -> Iterator[str]:
     """Runs the app with these settings in a thread; yields its base URL."""
     port = _free_port()
+    settings = settings.model_copy(update={"host": "127.0.0.1", "port": port})
     server = uvicorn.Server(uvicorn.Config(create_app(settings), host="127.0.0.1", port=port,
                                            log_level="warning", ws="none", lifespan="on"))
     thread = threading.Thread(target=server.run, name="live-server", daemon=True)

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from app.practice.progress import interview_moment
+from app.progress.service import interview_moment
 from tests.browser.test_learning_browser import (  # noqa: F401  (a fixture, used by name)
     _no_sideways_scroll,
     learning_server,

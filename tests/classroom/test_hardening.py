@@ -13,9 +13,9 @@ from sqlalchemy.orm import Session, sessionmaker
 from starlette.types import Message, Receive, Scope, Send
 
 from app.accounts import service as accounts
-from app.accounts.models import LoginAttempt
 from app.db import session_scope
 from app.middleware import AdmissionMiddleware
+from app.ratelimit import RateHit
 from tests.classroom.conftest import Server
 from tests.factories import parse, run_async
 from tests.loadclient import Client, csrf_of
@@ -145,7 +145,8 @@ def test_40_concurrent_wrong_passwords_get_no_more_tries_than_the_limit(
     checked = statuses.count(401)  # each 401 is a password that was actually checked
     assert 1 <= checked <= 10
     with session_factory() as s:
-        assert s.scalar(select(func.count()).select_from(LoginAttempt)) == checked
+        assert s.scalar(select(func.count()).select_from(RateHit)
+                        .where(RateHit.bucket == "login")) == checked
 
 
 def test_metrics_report_requests_by_route_and_the_queue(app_client: TestClient, loaded: None) -> None:

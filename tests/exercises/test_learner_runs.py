@@ -16,7 +16,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.db import session_scope
 from app.main import create_app
-from app.practice.models import Attempt, ReviewCard
+from app.quizzes.models import Attempt
+from app.review.models import ReviewCard
 from app.settings import Settings
 from app.verify import service
 from app.verify.exercise import MAX_CODE_BYTES

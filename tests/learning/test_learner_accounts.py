@@ -12,10 +12,13 @@ from fastapi.testclient import TestClient
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.accounts.models import AuditEntry, LoginAttempt, User
+from app.accounts.models import AuditEntry, Learner, User
 from app.accounts.sessions import SESSION_COOKIE
 from app.clock import FixedClock
-from app.practice.models import Attempt, Learner, ProblemReport, Quiz, ReviewCard, ReviewLog
+from app.quizzes.models import Attempt, Quiz
+from app.ratelimit import RateHit
+from app.reports.models import ProblemReport
+from app.review.models import ReviewCard, ReviewLog
 from app.settings import Settings
 from tests.factories import (
     FIXTURE,
@@ -206,7 +209,7 @@ def test_deleting_an_account_removes_everything_of_that_learner_and_nothing_else
         assert s.scalar(select(User).where(User.username == "lena")) is None
         assert s.scalar(select(User).where(User.username == "otto")) is not None
         assert s.scalar(select(AuditEntry).where(AuditEntry.actor == "lena")) is None
-        assert s.scalar(select(LoginAttempt).where(LoginAttempt.username == "lena")) is None
+        assert s.scalar(select(RateHit).where(RateHit.key.startswith("lena:"))) is None
         assert s.scalar(select(AuditEntry).where(AuditEntry.action == "learner.delete")) is not None
     # Every session ended: the other laptop's cookie names nobody now.
     assert laptop_two.cookies.get(SESSION_COOKIE)

@@ -13,10 +13,12 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.clock import FixedClock
 from app.main import create_app
-from app.practice import mock as mock_service
-from app.practice import review
-from app.practice.models import Attempt, MockInterview, QuizItem, ReviewCard
+from app.mock import service as mock_service
+from app.mock.models import MockInterview
 from app.questions.models import Question
+from app.quizzes.models import Attempt, QuizItem
+from app.review import service as review
+from app.review.models import ReviewCard
 from app.settings import Settings
 from tests.factories import FIXTURE, T0, count, form_fields, learner_id, parse, text
 
@@ -287,7 +289,7 @@ def test_deleting_an_account_removes_its_mock_interviews_and_interview_date_only
     client: TestClient, clock: FixedClock, browser_client: TestClient, settings: Settings,
     session_factory: sessionmaker[Session],
 ) -> None:
-    from app.practice.models import LearnerGoal
+    from app.progress.models import LearnerGoal
     from tests.factories import sign_up
 
     for c in (client, browser_client):

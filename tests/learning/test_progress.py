@@ -11,11 +11,12 @@ from fsrs import Card, Rating
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
+from app.accounts.models import Learner
 from app.clock import FixedClock
-from app.practice.models import Learner, ReviewCard
-from app.practice.progress import interview_moment
-from app.practice.review import SCHEDULER
+from app.progress.service import interview_moment
 from app.questions.models import Question
+from app.review.models import ReviewCard
+from app.review.service import SCHEDULER
 from app.settings import Settings
 from tests.factories import FIXTURE, T0, answer, form_fields, learner_id, parse, text
 

@@ -12,8 +12,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.accounts.models import AuditEntry
 from app.clock import FixedClock
-from app.practice.models import ProblemReport
 from app.questions.models import Question
+from app.reports.models import ProblemReport
 from app.settings import Settings
 from tests.factories import (
     FIXTURE,

@@ -11,10 +11,11 @@ from sqlalchemy import select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.clock import Clock, FixedClock
-from app.practice import review
-from app.practice.models import Attempt, ReviewCard, ReviewLog
-from app.practice.review import FAST_MS, SCHEDULER, SLOW_MS, rating_for
 from app.questions.models import STATUS_RETIRED, Question, QuestionRevision
+from app.quizzes.models import Attempt
+from app.review import service as review
+from app.review.models import ReviewCard, ReviewLog
+from app.review.service import FAST_MS, SCHEDULER, SLOW_MS, rating_for
 from app.settings import Settings
 from tests.factories import FIXTURE, T0, answer, learner_id, parse, parse_fragment, text
 

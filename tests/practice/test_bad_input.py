@@ -9,8 +9,8 @@ from fastapi.testclient import TestClient
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.practice import service
-from app.practice.models import Attempt, Quiz, QuizItem
+from app.quizzes import service
+from app.quizzes.models import Attempt, Quiz, QuizItem
 from tests.factories import (
     FIXTURE,
     count,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from fastapi.testclient import TestClient
 
-from app.practice.grading import parse_number
+from app.quizzes.grading import parse_number
 from tests.factories import parse, submit_answer, text
 
 

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from app.practice.grading import InvalidAnswer, correct_answer, grade, tolerance_text
 from app.questions.schema import QuestionDoc
+from app.quizzes.grading import InvalidAnswer, correct_answer, grade, tolerance_text
 
 
 def doc(**fields: Any) -> QuestionDoc:

@@ -9,8 +9,8 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.identity import LEARNER_COOKIE
-from app.practice.models import Attempt, Quiz, QuizItem
 from app.questions.models import Question
+from app.quizzes.models import Attempt, Quiz, QuizItem
 from app.settings import Settings
 from tests.factories import (
     FIXTURE,

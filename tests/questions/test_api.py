@@ -8,8 +8,8 @@ from fastapi.testclient import TestClient
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.practice.models import Attempt
 from app.questions.models import Question
+from app.quizzes.models import Attempt
 from app.settings import Settings
 from tests.factories import count, learner_id
 

@@ -9,10 +9,10 @@ from fastapi.testclient import TestClient
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.practice.models import Attempt
 from app.questions.bank import load_bank
 from app.questions.models import STATUS_PUBLISHED, STATUS_RETIRED, Question, QuestionRevision
 from app.questions.service import import_bank
+from app.quizzes.models import Attempt
 from tests.factories import (
     BROKEN_BANKS,
     FIXTURE,

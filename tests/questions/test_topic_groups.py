@@ -7,8 +7,8 @@ from fastapi.testclient import TestClient
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.practice.models import QuizItem
 from app.questions.models import Question
+from app.quizzes.models import QuizItem
 from tests.factories import form_fields, parse, start_quiz, text
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.practice.models import Attempt
+from app.quizzes.models import Attempt
 from app.settings import Settings
 from app.verify.models import Run
 from app.verify.worker import Worker

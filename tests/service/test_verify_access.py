@@ -3,20 +3,18 @@ and fresh runs are limited per learner and per client address."""
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
+from app import ratelimit
 from app.db import session_scope
 from app.questions.bank import content_hash, doc_to_data
 from app.questions.models import Question, QuestionRevision
 from app.questions.schema import VerifyBlock
 from app.questions.service import add_revision, revision_doc
 from app.settings import Settings
-from app.verify import service
 from app.verify.models import Run
 from tests.factories import form_fields, parse, start_quiz
 from tests.service.conftest import enqueue, make_request
@@ -107,9 +105,9 @@ def test_dropping_the_cookie_does_not_escape_the_per_address_limit(
 
     limited = settings.model_copy(update={"verify_rate_per_minute": 1})
     with session_scope(session_factory) as s:
-        for i in range(4):  # 4 = the per-address factor times the per-learner limit
-            req = dataclasses.replace(make_request(f"report('i', {i})"), requested_ip="testclient")
-            service.request_run(db_session=s, req=req)
+        for _ in range(4):  # 4 = the per-address factor times the per-learner limit
+            ratelimit.hit(db_session=s, bucket="verify-ip", key="testclient", limit=4, window_s=60,
+                          message="")
     with TestClient(create_app(limited)) as c:
         r = c.post("/api/v1/questions/fixture-single/verify", json={"params": {}})
         assert r.status_code == 429

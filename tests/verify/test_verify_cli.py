@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from app.cli import app
-from app.verify import cli as verify_cli
+from app.cli import verify as verify_cli
 from app.verify import knobs
 from app.verify.engine import Engine
 

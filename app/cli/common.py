@@ -1,0 +1,79 @@
+"""What every `ddpdrill` command shares: the consoles, a transaction on the configured
+database, migrating the embedded default, printing a bank's errors, and verify workers."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+
+from rich.console import Console
+from rich.markup import escape
+from sqlalchemy.orm import Session
+
+from app.db import make_engine, make_sessionmaker, session_scope
+from app.settings import Settings, get_settings
+
+out = Console()
+err = Console(stderr=True)
+
+
+def migrate_default(settings: Settings) -> None:
+    """Migrate the embedded default database: the SQLite file in the data dir is the app's own
+    and migrates itself; a configured database is the operator's, upgraded with
+    `ddpdrill db upgrade`."""
+    if settings.uses_default_database:
+        from app.migrate import upgrade
+
+        upgrade(settings.resolved_database_url)
+
+
+def settings_for_command() -> Settings:
+    """The settings, with the default database migrated: where every command that touches
+    the database starts."""
+    settings = get_settings()
+    migrate_default(settings)
+    return settings
+
+
+@contextmanager
+def db_session(settings: Settings) -> Iterator[Session]:
+    """One transaction on the configured database, for a command."""
+    engine = make_engine(settings.resolved_database_url)
+    try:
+        with session_scope(make_sessionmaker(engine)) as session:
+            yield session
+    finally:
+        engine.dispose()
+
+
+def print_errors(errors: Iterable[object]) -> int:
+    """Print bank-file errors one per line (greppable, markup escaped); how many there were."""
+    n = 0
+    for error in errors:
+        # Escaped: "[field]" is not rich markup. Unwrapped: one error per line.
+        err.print(f"[red]error[/red] {escape(str(error))}", highlight=False, soft_wrap=True)
+        n += 1
+    return n
+
+
+@contextmanager
+def running_workers(settings: Settings, count: int, stop_timeout: float | None) -> Iterator[None]:
+    """`count` verify workers in threads of this process, for as long as the block runs;
+    on leaving it they finish (or, after `stop_timeout`, hand back) the runs in hand."""
+    from app.verify.engine import get_engine
+    from app.verify.worker import WorkerPool, warm_engine
+
+    engine = make_engine(settings.resolved_database_url)
+    pool = WorkerPool(make_sessionmaker(engine), settings, count)
+    # Start the rank pool now, so the first run (perhaps one a dead worker left behind)
+    # does not also wait for torch to import.
+    threading.Thread(target=warm_engine, args=(settings.sandbox,), name="engine-warmup",
+                     daemon=True).start()
+    pool.start()
+    try:
+        yield
+    finally:
+        pool.shutdown(timeout=stop_timeout)
+        engine.dispose()
+        get_engine(sandbox=settings.sandbox).close()

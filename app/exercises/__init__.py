@@ -1,0 +1,1 @@
+"""Exercises: the learner writes code, live runs grade it."""

@@ -1,0 +1,1 @@
+"""Timed mock interviews and their reports."""

@@ -1,0 +1,145 @@
+"""The JSON API for mock interviews (/api/v1).
+
+A learner only ever sees their own data: the learner comes from the cookie (or the signed-in
+learner account) and another learner's interview is a 404. Answers get no feedback until the
+interview is finished; the deadline is the server's."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+from fastapi.responses import JSONResponse
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from app.deps import API_BUSY, ClockDep, CurrentLearner, SessionDep
+from app.errors import Conflict, InvalidInput, NotFound
+from app.mock import service as mock
+from app.mock.models import MockInterview
+from app.mock.schemas import (
+    CalibrationOut,
+    MockAnswerIn,
+    MockAnswerOut,
+    MockIn,
+    MockItemOut,
+    MockOut,
+    MockReportItemOut,
+    MockReportOut,
+)
+from app.questions.models import Question
+from app.quizzes.grading import InvalidAnswer
+from app.quizzes.service import AlreadyAnswered
+
+router = APIRouter(prefix="/api/v1", tags=["mock interviews"], responses=API_BUSY)
+
+
+def _mock_or_404(db_session: Session, mock_id: str, learner_id: str) -> MockInterview:
+    m = mock.get_mock(db_session=db_session, mock_id=mock_id, learner_id=learner_id)
+    if m is None:
+        raise NotFound("No such mock interview.")
+    return m
+
+
+def _mock_out(db_session: Session, m: MockInterview) -> MockOut:
+    done = mock.answered_item_ids(db_session=db_session, mock=m)
+    rows = mock.items(db_session=db_session, mock=m)
+    slugs = {q.id: q for q in db_session.scalars(
+        select(Question).where(Question.id.in_([i.question_id for i in rows])))}
+    return MockOut(id=m.quiz_id, minutes=m.minutes, started_at=m.started_at, deadline=m.deadline,
+                   finished_at=m.finished_at,
+                   items=[MockItemOut(position=i.position, slug=slugs[i.question_id].slug,
+                                      title=slugs[i.question_id].title,
+                                      revision_id=i.revision_id, answered=i.id in done)
+                          for i in rows])
+
+
+@router.post("/mock-interviews", response_model=MockOut, status_code=201,
+             responses={422: {}})
+def start_mock(body: MockIn, db_session: SessionDep, learner_id: CurrentLearner,
+               clock: ClockDep) -> MockOut:
+    """Start a timed mock interview (10 to 45 minutes). Read each question with
+    GET /api/v1/questions/{slug}; answer with POST .../answers before the deadline."""
+    now = clock.now()
+    try:
+        m = mock.start(db_session=db_session, learner_id=learner_id, minutes=body.minutes, now=now)
+    except mock.NoQuestions:
+        raise InvalidInput("There are no published questions to ask yet.") from None
+    return _mock_out(db_session, m)
+
+
+@router.get("/mock-interviews/{mock_id}", response_model=MockOut, responses={404: {}})
+def get_mock(mock_id: str, db_session: SessionDep, learner_id: CurrentLearner,
+             clock: ClockDep) -> MockOut:
+    """One of your mock interviews: its deadline and which questions are answered."""
+    m = _mock_or_404(db_session, mock_id, learner_id)
+    now = clock.now()
+    mock.finish_if_over(db_session=db_session, mock=m, now=now)
+    return _mock_out(db_session, m)
+
+
+@router.post("/mock-interviews/{mock_id}/answers", response_model=MockAnswerOut,
+             status_code=201, responses={404: {}, 409: {}, 422: {}})
+def answer_mock(mock_id: str, body: MockAnswerIn, db_session: SessionDep,
+                learner_id: CurrentLearner, clock: ClockDep) -> MockAnswerOut | JSONResponse:
+    """Answer question `position`. No grade comes back until the interview is finished; after
+    the deadline the answer is refused with 409 and does not count."""
+    m = _mock_or_404(db_session, mock_id, learner_id)
+    now = clock.now()
+    item = next((i for i in mock.items(db_session=db_session, mock=m)
+                 if i.position == body.position), None)
+    if item is None:
+        raise NotFound(f"This interview has no question {body.position}.")
+    try:
+        mock.answer(db_session=db_session, mock=m, item=item, raw_answer=body.answer,
+                    confidence=body.confidence, now=now)
+    except mock.TimeUp:
+        mock.finish(db_session=db_session, mock=m, now=now)
+        return JSONResponse({"detail": "Time is up: the interview is over and this answer "
+                                       "does not count."}, status_code=409)
+    except AlreadyAnswered:
+        return JSONResponse({"detail": "Already answered; the first answer counts."},
+                            status_code=409)
+    except InvalidAnswer as exc:
+        raise InvalidInput(str(exc)) from None
+    return MockAnswerOut(position=body.position, accepted=True,
+                         seconds_left=max(0, int((m.deadline - now).total_seconds())))
+
+
+@router.post("/mock-interviews/{mock_id}/finish", response_model=MockReportOut,
+             responses={404: {}})
+def finish_mock(mock_id: str, db_session: SessionDep, learner_id: CurrentLearner,
+                clock: ClockDep) -> MockReportOut:
+    """End the interview now and get its report (misses join your review queue)."""
+    m = _mock_or_404(db_session, mock_id, learner_id)
+    mock.finish(db_session=db_session, mock=m, now=clock.now())
+    return _report_out(db_session, m)
+
+
+@router.get("/mock-interviews/{mock_id}/report", response_model=MockReportOut,
+            responses={404: {}, 409: {}})
+def mock_report(mock_id: str, db_session: SessionDep, learner_id: CurrentLearner,
+                clock: ClockDep) -> MockReportOut:
+    """The finished interview's report; 409 while it is still running."""
+    m = _mock_or_404(db_session, mock_id, learner_id)
+    mock.finish_if_over(db_session=db_session, mock=m, now=clock.now())
+    if m.finished_at is None:
+        raise Conflict("The interview is still running: no feedback until the end.")
+    return _report_out(db_session, m)
+
+
+def _report_out(db_session: Session, m: MockInterview) -> MockReportOut:
+    r = mock.report(db_session=db_session, mock=m)
+    cal = r.calibration
+    return MockReportOut(
+        id=m.quiz_id, score=r.score, total=r.total, answered=r.answered,
+        elapsed_ms=r.elapsed_ms, started_at=m.started_at, finished_at=m.finished_at,
+        per_topic={t.topic: t.score / t.asked for t in r.per_topic if t.asked},
+        calibration=CalibrationOut(counts=cal.counts, right=cal.right,
+                                   sure_right=cal.sure_right, guessing_wrong=cal.guessing_wrong),
+        items=[MockReportItemOut(
+            position=i.position, slug=i.question.slug, title=i.doc.title, topic=i.doc.topic,
+            answered=i.attempt is not None, score=i.attempt.score if i.attempt else 0.0,
+            correct=bool(i.attempt and i.attempt.correct),
+            time_taken_ms=i.attempt.time_taken_ms if i.attempt else None,
+            confidence=i.attempt.confidence if i.attempt else None,
+            answer=i.attempt.answer if i.attempt else None, correct_answer=i.key,
+            explanation=i.doc.explanation if i.missed else None) for i in r.items])

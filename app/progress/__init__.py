@@ -1,0 +1,1 @@
+"""The dashboard, the readiness forecast and the plan."""

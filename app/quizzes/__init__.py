@@ -1,0 +1,1 @@
+"""Quizzes and attempts: the question page, quizzes, grading and the attempts API."""

@@ -1,0 +1,344 @@
+"""Learners, quizzes and attempts (each attempt schedules its FSRS card, see review.py)."""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import bindparam, insert, select
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from app.accounts.models import Learner
+from app.db import utcnow
+from app.errors import Conflict, NotFound
+from app.questions.models import Question, QuestionRevision, Topic
+from app.questions.schema import QuestionDoc
+from app.questions.service import PublishedQuestion, list_published, revision_doc
+from app.quizzes.grading import Grade, InvalidAnswer, grade
+from app.quizzes.models import CONFIDENCE_LEVELS, Attempt, Quiz, QuizItem
+from app.review import service as review
+
+# A quiz longer than this is a mock interview, which has its own flow.
+MAX_QUIZ_QUESTIONS = 30
+
+
+class AlreadyAnswered(Conflict):
+    """The quiz item (or this exact submission) was answered before; the first answer counts."""
+
+    def __init__(self, attempt: Attempt) -> None:
+        super().__init__("already answered")
+        self.attempt = attempt
+
+
+class NoQuestions(NotFound):
+    """No published question matches the filters (of a quiz, or a mock interview)."""
+
+
+_LEARNER_EXISTS = select(Learner.id).where(Learner.id == bindparam("learner_id"))
+# ON CONFLICT DO NOTHING: a learner's first two requests may arrive together (PostgreSQL
+# runs them at once); both must find the row afterwards, neither may fail.
+_NEW_LEARNER = {
+    "sqlite": sqlite_insert(Learner).on_conflict_do_nothing(index_elements=[Learner.id]),
+    "postgresql": pg_insert(Learner).on_conflict_do_nothing(index_elements=[Learner.id]),
+}
+
+
+def ensure_learner(*, db_session: Session, learner_id: str) -> None:
+    """Make the learner's row on first sight (an answer or a quiz refers to it)."""
+    conn = db_session.connection()
+    if conn.execute(_LEARNER_EXISTS, {"learner_id": learner_id}).first() is None:
+        conn.execute(_NEW_LEARNER[conn.dialect.name], {"id": learner_id, "created_at": utcnow()})
+
+
+def start_quiz(
+    *,
+    db_session: Session,
+    learner_id: str,
+    topics: list[str],
+    difficulty: int | None,
+    count: int,
+    types: list[str] | None = None,
+    rng: random.Random | None = None,
+) -> Quiz:
+    """A new quiz of up to `count` random published questions (of these formats, if given),
+    pinned to their current revisions."""
+    ensure_learner(db_session=db_session, learner_id=learner_id)
+    pool = list_published(db_session=db_session, topics=topics or None, difficulty=difficulty,
+                          types=types or None)
+    # An exercise is answered by running code on its own page, not by a quiz's answer form.
+    pool = [q for q in pool if q.type != "exercise"]
+    if not pool:
+        raise NoQuestions("No published question matches those topics, difficulty and formats.")
+    rng = rng or random.Random()
+    picked = rng.sample(pool, min(count, len(pool), MAX_QUIZ_QUESTIONS))
+    quiz = Quiz(id=str(uuid.uuid4()), learner_id=learner_id, topics=topics, difficulty=difficulty)
+    db_session.add(quiz)
+    db_session.flush()
+    for position, question in enumerate(picked, start=1):
+        assert question.current_revision_id is not None
+        db_session.add(QuizItem(quiz_id=quiz.id, position=position, question_id=question.id,
+                                revision_id=question.current_revision_id))
+    db_session.flush()
+    return quiz
+
+
+def get_quiz(*, db_session: Session, quiz_id: str, learner_id: str) -> Quiz | None:
+    """The learner's own quiz; another learner's quiz does not exist for them, and neither
+    does a mock interview (its answers go through practice/mock.py, which holds the deadline)."""
+    quiz = db_session.get(Quiz, quiz_id)
+    if quiz is None or quiz.learner_id != learner_id or quiz.kind == "mock":
+        return None
+    return quiz
+
+
+def quiz_items(*, db_session: Session, quiz: Quiz) -> list[QuizItem]:
+    """The quiz's items in order."""
+    return list(
+        db_session.scalars(
+            select(QuizItem).where(QuizItem.quiz_id == quiz.id).order_by(QuizItem.position)
+        )
+    )
+
+
+@dataclass
+class ItemView:
+    item: QuizItem
+    question: Question
+    revision: QuestionRevision
+    doc: QuestionDoc
+    attempt: Attempt | None
+
+
+def item_view(*, db_session: Session, item: QuizItem) -> ItemView:
+    """A quiz item with the revision it is pinned to and its attempt, if any."""
+    question = db_session.get(Question, item.question_id)
+    revision = db_session.get(QuestionRevision, item.revision_id)
+    assert question is not None and revision is not None
+    attempt = db_session.scalar(select(Attempt).where(Attempt.quiz_item_id == item.id))
+    return ItemView(item, question, revision, revision_doc(revision), attempt)
+
+
+def mark_shown(*, item: QuizItem) -> None:
+    """Start the item's clock the first time it is shown."""
+    if item.shown_at is None:
+        item.shown_at = utcnow()
+
+
+def _elapsed_ms(since: datetime | None) -> int | None:
+    if since is None:
+        return None
+    return max(0, int((utcnow() - since).total_seconds() * 1000))
+
+
+def clean_confidence(value: object) -> str | None:
+    """A confidence level, or None for anything else (the control is optional)."""
+    return value if isinstance(value, str) and value in CONFIDENCE_LEVELS else None
+
+
+# Every answer inserts one attempt: a prebuilt Core statement, like review.py's, since the
+# ORM's flush of one new row costs several times the insert itself.
+_INSERT_ATTEMPT = insert(Attempt).returning(Attempt.id)
+_ATTEMPT_COLUMNS = tuple(c.key for c in Attempt.__table__.columns if c.key != "id")
+
+
+def _store_attempt(db_session: Session, attempt: Attempt) -> None:
+    """Insert the (transient) attempt and give it its id."""
+    values = {key: getattr(attempt, key) for key in _ATTEMPT_COLUMNS}
+    attempt.id = db_session.connection().execute(_INSERT_ATTEMPT, values).scalar_one()
+
+
+def _insert_attempt(db_session: Session, attempt: Attempt) -> None:
+    with db_session.begin_nested():
+        _store_attempt(db_session, attempt)
+
+
+def _insert_tokened(db_session: Session, attempt: Attempt) -> Attempt | None:
+    """Insert an attempt that carries a replay token; if a concurrent request stored the
+    same token first, that request's attempt (and this one is not stored)."""
+    try:
+        _insert_attempt(db_session, attempt)
+    except IntegrityError:
+        winner = db_session.scalar(select(Attempt).where(Attempt.token == attempt.token))
+        if winner is None:
+            raise
+        return winner
+    return None
+
+
+def answer_item(
+    *, db_session: Session, learner_id: str, item: QuizItem, raw_answer: Any,
+    confidence: str | None = None, now: datetime | None = None,
+) -> tuple[Attempt, Grade]:
+    """Grade and store the first answer to a quiz item and schedule its review card; a later
+    answer raises AlreadyAnswered. `now` is the clock's time (app/clock.py)."""
+    existing = db_session.scalar(select(Attempt).where(Attempt.quiz_item_id == item.id))
+    if existing is not None:
+        raise AlreadyAnswered(existing)
+    revision = db_session.get(QuestionRevision, item.revision_id)
+    assert revision is not None
+    result = grade(revision_doc(revision), raw_answer)
+    attempt = Attempt(
+        learner_id=learner_id, question_id=item.question_id, revision_id=item.revision_id,
+        quiz_item_id=item.id, answer=result.answer, score=result.score, correct=result.correct,
+        time_taken_ms=_elapsed_ms(item.shown_at), confidence=clean_confidence(confidence),
+        created_at=now or utcnow(),
+    )
+    try:
+        _insert_attempt(db_session, attempt)
+    except IntegrityError:
+        # A concurrent double submit won the race; its answer is the one that counts.
+        winner = db_session.scalar(select(Attempt).where(Attempt.quiz_item_id == item.id))
+        assert winner is not None
+        raise AlreadyAnswered(winner) from None
+    review.record_review(db_session=db_session, attempt=attempt, confidence=attempt.confidence,
+                         now=now or utcnow())
+    return attempt, result
+
+
+def replay_key(*, learner_id: str, question_id: int, token: str) -> str:
+    """What an attempt stores for a form token or Idempotency-Key.
+
+    Scoped to the learner and the question: an API client's key "1" must not
+    collide with another learner's "1", nor return an attempt at another question.
+    """
+    return hashlib.sha256(f"{learner_id}\0{question_id}\0{token}".encode()).hexdigest()
+
+
+def answer_question(
+    *,
+    db_session: Session,
+    learner_id: str,
+    question: PublishedQuestion,
+    raw_answer: Any,
+    token: str | None,
+    time_taken_ms: int | None = None,
+    confidence: str | None = None,
+    now: datetime | None = None,
+) -> tuple[Attempt, Grade]:
+    """Grade and store a standalone attempt and schedule its review card; replaying the same
+    token returns the first one. `now` is the clock's time (app/clock.py)."""
+    if question.doc.is_exercise:
+        # Before any replay lookup: an exercise's attempts are stored by record_exercise_pass.
+        raise InvalidAnswer("an exercise is answered by running your code on its page")
+    ensure_learner(db_session=db_session, learner_id=learner_id)
+    if token:
+        token = replay_key(learner_id=learner_id, question_id=question.id, token=token)
+        existing = db_session.scalar(select(Attempt).where(Attempt.token == token))
+        if existing is not None:
+            raise AlreadyAnswered(existing)
+    result = grade(question.doc, raw_answer)
+    attempt = Attempt(
+        learner_id=learner_id, question_id=question.id, revision_id=question.revision_id,
+        token=token, answer=result.answer, score=result.score, correct=result.correct,
+        time_taken_ms=time_taken_ms, confidence=clean_confidence(confidence),
+        created_at=now or utcnow(),
+    )
+    if token is None:
+        # Nothing unique to collide with, so no savepoint (two statements fewer).
+        _store_attempt(db_session, attempt)
+    elif (winner := _insert_tokened(db_session, attempt)) is not None:
+        raise AlreadyAnswered(winner)
+    review.record_review(db_session=db_session, attempt=attempt, confidence=attempt.confidence,
+                         now=now or utcnow())
+    return attempt, result
+
+
+def record_exercise_pass(
+    *, db_session: Session, learner_id: str, question_id: int, revision_id: int, code: str,
+    token: str,
+) -> Attempt:
+    """Store a passing exercise submission as a correct attempt with its code.
+
+    `token` names the submission (its runs), so showing the same passing result
+    again finds the first attempt instead of storing a second.
+    """
+    ensure_learner(db_session=db_session, learner_id=learner_id)
+    key = replay_key(learner_id=learner_id, question_id=question_id, token=token)
+    existing = db_session.scalar(select(Attempt).where(Attempt.token == key))
+    if existing is not None:
+        return existing
+    now = utcnow()
+    attempt = Attempt(learner_id=learner_id, question_id=question_id, revision_id=revision_id,
+                      token=key, answer={"code": code}, score=1.0, correct=True,
+                      time_taken_ms=None, created_at=now)
+    if (winner := _insert_tokened(db_session, attempt)) is not None:
+        return winner
+    # Like any answer, a solved exercise schedules its review card.
+    review.record_review(db_session=db_session, attempt=attempt, confidence=None, now=now)
+    return attempt
+
+
+def next_unanswered(*, db_session: Session, quiz: Quiz) -> QuizItem | None:
+    """The first item of the quiz without an attempt."""
+    answered = select(Attempt.quiz_item_id).where(Attempt.quiz_item_id.is_not(None))
+    return db_session.scalar(
+        select(QuizItem)
+        .where(QuizItem.quiz_id == quiz.id, QuizItem.id.not_in(answered))
+        .order_by(QuizItem.position)
+    )
+
+
+@dataclass
+class TopicScore:
+    topic: str
+    answered: int
+    total: int
+    score: float
+    title: str = ""
+
+
+@dataclass
+class QuizSummary:
+    quiz: Quiz
+    items: list[ItemView]
+    score: float
+    total: int
+    per_topic: list[TopicScore]
+    elapsed_ms: int
+
+
+def quiz_summary(*, db_session: Session, quiz: Quiz) -> QuizSummary:
+    """Score, per-topic breakdown and time taken; finishing the quiz if every item is answered."""
+    views = [item_view(db_session=db_session, item=i) for i in quiz_items(db_session=db_session, quiz=quiz)]
+    per: dict[str, TopicScore] = {}
+    for v in views:
+        ts = per.setdefault(v.doc.topic, TopicScore(v.doc.topic, 0, 0, 0.0))
+        ts.total += 1
+        if v.attempt is not None:
+            ts.answered += 1
+            ts.score += v.attempt.score
+    if quiz.finished_at is None and views and all(v.attempt for v in views):
+        quiz.finished_at = max(v.attempt.created_at for v in views if v.attempt)
+    titles = {slug: title for slug, title in
+              db_session.execute(select(Topic.slug, Topic.title).where(Topic.slug.in_(per)))}
+    for ts in per.values():
+        ts.title = titles.get(ts.topic, ts.topic)
+    end = quiz.finished_at or utcnow()
+    return QuizSummary(
+        quiz=quiz, items=views, score=sum(t.score for t in per.values()), total=len(views),
+        per_topic=sorted(per.values(), key=lambda t: t.topic),
+        elapsed_ms=int((end - quiz.started_at).total_seconds() * 1000),
+    )
+
+
+def has_answered(*, db_session: Session, learner_id: str, question_id: int) -> bool:
+    """True once this learner has submitted any answer to the question (its key may be shown)."""
+    return db_session.scalar(
+        select(Attempt.id).where(Attempt.learner_id == learner_id,
+                                 Attempt.question_id == question_id).limit(1)
+    ) is not None
+
+
+def is_pinned(*, db_session: Session, learner_id: str, revision_id: int) -> bool:
+    """True when one of this learner's quizzes is pinned to the revision."""
+    return db_session.scalar(
+        select(QuizItem.id).join(Quiz, Quiz.id == QuizItem.quiz_id)
+        .where(Quiz.learner_id == learner_id, QuizItem.revision_id == revision_id).limit(1)
+    ) is not None

@@ -1,0 +1,261 @@
+"""The question page (answer a question on its own, predict and run it) and quizzes (start
+one, a question at a time, the summary)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, BackgroundTasks, Request
+from fastapi.responses import RedirectResponse, Response
+from sqlalchemy.orm import Session
+from starlette.datastructures import FormData
+
+from app.deps import (
+    CSRF,
+    ClockDep,
+    CurrentLearner,
+    FormDep,
+    SessionDep,
+    SettingsDep,
+    WriteSessionDep,
+    client_ip,
+    is_htmx,
+    notify_workers,
+)
+from app.errors import InvalidInput, NotFound, RateLimited
+from app.questions import service as questions_service
+from app.questions.schema import QUESTION_TYPES, QuestionDoc
+from app.quizzes import service
+from app.quizzes.grading import InvalidAnswer
+from app.quizzes.models import Quiz, QuizItem
+from app.quizzes.presenting import (
+    ANSWERED,
+    answer_standalone,
+    graded_context,
+    new_form_token,
+    published_or_404,
+    question_context,
+    read_answer,
+    topic_nav,
+)
+from app.settings import Settings
+from app.templating import templates
+from app.verify import access, knobs
+from app.verify.models import RUN_DONE
+from app.verify.service import latest_verdict
+
+router = APIRouter(include_in_schema=False)
+
+
+@router.get("/questions/{slug}")
+def question_page(
+    request: Request, slug: str, db_session: SessionDep, learner_id: CurrentLearner,
+) -> Response:
+    question = published_or_404(db_session, slug)
+    doc = question.doc
+    if doc.is_exercise:
+        # An exercise is answered by writing code, on its own page.
+        return RedirectResponse(f"/exercises/{slug}", status_code=303)
+    ctx = {**question_context(doc), **topic_nav(db_session, question), "question": question,
+           "token": new_form_token(),
+           # Someone who has answered before has made their prediction: Verify is open.
+           "answered_before": service.has_answered(db_session=db_session, learner_id=learner_id,
+                                                   question_id=question.id),
+           "action": f"/questions/{slug}/answer", "revision_id": question.revision_id,
+           "report_action": f"/questions/{slug}/report",
+           "verdict": latest_verdict(db_session=db_session, revision_id=question.revision_id)}
+    return templates.TemplateResponse(request, "quizzes/question.html", ctx)
+
+
+def _predicted_run(
+    request: Request, background: BackgroundTasks, settings: Settings, db_session: Session,
+    learner_id: str, doc: QuestionDoc, form: FormData,
+) -> dict[str, Any]:
+    """Run it after a prediction: the run's panel context, or the reason it could not start."""
+    assert doc.verify is not None
+    try:
+        run, cached = access.start_run(
+            db_session=db_session, slug=doc.slug, params=knobs.from_form(doc.verify, form),
+            learner_id=learner_id, client_ip=client_ip(request),
+            limit_per_minute=settings.verify_rate_per_minute)
+    except (knobs.InvalidKnob, RateLimited) as exc:
+        return {"run_error": str(exc)}
+    if run.status != RUN_DONE:
+        background.add_task(notify_workers, request)
+    panel = access.run_panel(db_session=db_session, run=run, learner_id=learner_id,
+                             slug=doc.slug, prev_id=None)
+    return {"first_run": {**panel.context(), "cached": cached, "prev_id": None}}
+
+
+@router.post("/questions/{slug}/answer")
+def answer_page(
+    request: Request, slug: str, form: FormDep, background: BackgroundTasks, db_session: SessionDep,
+    settings: SettingsDep, learner_id: CurrentLearner, clock: ClockDep, _: CSRF,
+) -> Response:
+    question = published_or_404(db_session, slug)
+    doc = question.doc
+    raw, token = read_answer(form, doc.effective_format)
+    # "Run it" before answering: the answer is the learner's prediction, graded first,
+    # then the run starts.
+    then_run = form.get("then_run") == "1" or request.query_params.get("then_run") == "1"
+    done = answer_standalone(db_session=db_session, question=question, learner_id=learner_id,
+                             raw=raw, token=token, confidence=form.get("confidence"),
+                             now=clock.now(), predicting=then_run)
+    ctx = {"question": question, "action": f"/questions/{slug}/answer",
+           "revision_id": question.revision_id, "report_action": f"/questions/{slug}/report",
+           **topic_nav(db_session, question), **done.ctx}
+    if then_run and done.graded and doc.verify is not None:
+        ctx["predicted"] = True
+        ctx.update(_predicted_run(request, background, settings, db_session, learner_id, doc, form))
+    if is_htmx(request):
+        # The graded fragment also swaps the Verify panel (out of band) into its answered form.
+        ctx["oob_panel"] = True
+        return templates.TemplateResponse(request, "quizzes/_answer_area.html", ctx,
+                                          status_code=done.status,
+                                          headers=ANSWERED if done.status == 200 else None)
+    return templates.TemplateResponse(request, "quizzes/question.html", ctx, status_code=done.status)
+
+
+# Quizzes ------------------------------------------------------------------------------
+
+# The quiz form offers these lengths; anything in 1..MAX_QUIZ_QUESTIONS is accepted.
+DEFAULT_QUIZ_LENGTH = 5
+
+
+def _int_or_none(value: Any, name: str, lo: int, hi: int) -> int | None:
+    if value in (None, "", "any"):
+        return None
+    try:
+        n = int(value)
+    except (TypeError, ValueError):
+        raise InvalidInput(f"{name} must be a whole number", loc=(name,)) from None
+    if not lo <= n <= hi:
+        raise InvalidInput(f"{name} must be between {lo} and {hi}", loc=(name,))
+    return n
+
+
+@router.post("/quizzes")
+def start_quiz(
+    request: Request, form: FormDep, db_session: SessionDep, learner_id: CurrentLearner, _: CSRF
+) -> Response:
+    topics = [t for t in form.getlist("topics") if isinstance(t, str) and t]
+    known = {s.topic.slug for s in questions_service.topic_summaries(db_session=db_session)}
+    unknown = [t for t in topics if t not in known]
+    if unknown:
+        raise InvalidInput(f"Unknown topic: {', '.join(unknown)}", loc=("topics",))
+    difficulty = _int_or_none(form.get("difficulty"), "difficulty", 1, 3)
+    count = _int_or_none(form.get("count"), "count", 1, service.MAX_QUIZ_QUESTIONS)
+    types = [t for t in form.getlist("types") if isinstance(t, str) and t]
+    if unknown_types := [t for t in types if t not in QUESTION_TYPES]:
+        raise InvalidInput(f"Unknown format: {', '.join(unknown_types)}", loc=("types",))
+    try:
+        quiz = service.start_quiz(db_session=db_session, learner_id=learner_id, topics=topics,
+                                  difficulty=difficulty, count=count or DEFAULT_QUIZ_LENGTH,
+                                  types=types)
+    except service.NoQuestions:
+        # The home page again, with the learner's choices kept and the reason on the form.
+        summaries = questions_service.topic_summaries(db_session=db_session)
+        return templates.TemplateResponse(request, "questions/home.html", {
+            "summaries": summaries, "groups": questions_service.topic_groups(summaries),
+            "total": sum(s.count for s in summaries), "types": QUESTION_TYPES,
+            "quiz_error": "No published question matches those topics, difficulty and formats; "
+                          "tick more topics or formats, or pick another difficulty.",
+            "picked": {"topics": topics, "difficulty": difficulty, "types": types,
+                       "count": count or DEFAULT_QUIZ_LENGTH}}, status_code=422)
+    return RedirectResponse(f"/quizzes/{quiz.id}/1", status_code=303)
+
+
+def _quiz_or_404(db_session: Session, quiz_id: str, learner_id: str) -> Quiz:
+    quiz = service.get_quiz(db_session=db_session, quiz_id=quiz_id, learner_id=learner_id)
+    if quiz is None:
+        raise NotFound("No such quiz.")
+    return quiz
+
+
+def _item_or_404(db_session: Session, quiz: Quiz, position: int) -> tuple[QuizItem, int]:
+    items = service.quiz_items(db_session=db_session, quiz=quiz)
+    if not 1 <= position <= len(items):
+        raise NotFound(f"This quiz has no question {position}.")
+    return items[position - 1], len(items)
+
+
+def _item_context(db_session: Session, quiz: Quiz, item: QuizItem, total: int) -> dict[str, Any]:
+    view = service.item_view(db_session=db_session, item=item)
+    base = {"quiz": quiz, "item": item, "total": total, "question": view.question,
+            "action": f"/quizzes/{quiz.id}/{item.position}/answer",
+            "next_url": (f"/quizzes/{quiz.id}/{item.position + 1}" if item.position < total
+                         else f"/quizzes/{quiz.id}/summary"),
+            # Verify runs (and a report names) the revision this quiz is pinned to.
+            "revision_id": item.revision_id,
+            # In a quiz the run comes after the answer: never run to peek.
+            "answer_first": True,
+            "report_action": f"/questions/{view.question.slug}/report",
+            "verdict": latest_verdict(db_session=db_session, revision_id=item.revision_id)}
+    if view.attempt is not None:
+        a = view.attempt
+        return {**base, **graded_context(view.doc, a.answer, a.score, a.correct)}
+    return {**base, **question_context(view.doc)}
+
+
+@router.get("/quizzes/{quiz_id}")
+def quiz_resume(quiz_id: str, db_session: SessionDep, learner_id: CurrentLearner) -> Response:
+    quiz = _quiz_or_404(db_session, quiz_id, learner_id)
+    item = service.next_unanswered(db_session=db_session, quiz=quiz)
+    target = f"/quizzes/{quiz.id}/{item.position}" if item else f"/quizzes/{quiz.id}/summary"
+    return RedirectResponse(target, status_code=303)
+
+
+@router.get("/quizzes/{quiz_id}/summary")
+def quiz_summary(
+    request: Request, quiz_id: str, db_session: WriteSessionDep, learner_id: CurrentLearner
+) -> Response:
+    quiz = _quiz_or_404(db_session, quiz_id, learner_id)
+    summary = service.quiz_summary(db_session=db_session, quiz=quiz)
+    return templates.TemplateResponse(request, "quizzes/summary.html", {"s": summary})
+
+
+@router.get("/quizzes/{quiz_id}/{position}")
+def quiz_item(
+    request: Request, quiz_id: str, position: int, db_session: WriteSessionDep,
+    learner_id: CurrentLearner,
+) -> Response:
+    quiz = _quiz_or_404(db_session, quiz_id, learner_id)
+    item, total = _item_or_404(db_session, quiz, position)
+    service.mark_shown(item=item)
+    return templates.TemplateResponse(request, "quizzes/item.html",
+                                      _item_context(db_session, quiz, item, total))
+
+
+@router.post("/quizzes/{quiz_id}/{position}/answer")
+def quiz_answer(
+    request: Request, quiz_id: str, position: int, form: FormDep, db_session: SessionDep,
+    learner_id: CurrentLearner, clock: ClockDep, _: CSRF,
+) -> Response:
+    quiz = _quiz_or_404(db_session, quiz_id, learner_id)
+    item, total = _item_or_404(db_session, quiz, position)
+    ctx = _item_context(db_session, quiz, item, total)
+    raw, _token = read_answer(form, ctx["fmt"])
+    status = 200
+    try:
+        _attempt, grade = service.answer_item(
+            db_session=db_session, learner_id=learner_id, item=item, raw_answer=raw,
+            confidence=service.clean_confidence(form.get("confidence")), now=clock.now())
+        ctx.update(graded_context(ctx["doc"], grade.answer, grade.score, grade.correct, raw))
+    except service.AlreadyAnswered as exc:
+        a = exc.attempt
+        ctx.update(graded_context(ctx["doc"], a.answer, a.score, a.correct))
+        ctx["notice"] = "You already answered this question; the first answer counts."
+        status = 409
+    except InvalidAnswer as exc:
+        ctx.update({"error": str(exc), "previous": raw})
+        status = 422
+    if is_htmx(request):
+        # The graded fragment also swaps the Verify panel (out of band) into its answered form.
+        ctx["oob_panel"] = True
+        return templates.TemplateResponse(request, "quizzes/_answer_area.html", ctx,
+                                          status_code=status, headers=ANSWERED if status == 200 else None)
+    if status == 200:
+        return RedirectResponse(f"/quizzes/{quiz.id}/{position}", status_code=303)
+    return templates.TemplateResponse(request, "quizzes/item.html", ctx, status_code=status)
+
+

@@ -1,0 +1,1 @@
+"""Problem reports: learners file them, authors work through them in their inbox."""

@@ -1,0 +1,101 @@
+"""Problem reports: a learner files one after answering, reads "my reports", and authors work
+through them in their inbox under /author/reports."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import RedirectResponse, Response
+
+from app.deps import (
+    CSRF,
+    AuthorUser,
+    ClockDep,
+    CurrentLearner,
+    FormDep,
+    SessionDep,
+    SettingsDep,
+    is_htmx,
+    require_author,
+)
+from app.errors import NotFound
+from app.questions import service as questions_service
+from app.reports import service as reports
+from app.templating import templates
+
+router = APIRouter(include_in_schema=False)
+inbox = APIRouter(prefix="/author/reports", include_in_schema=False,
+                  dependencies=[Depends(require_author)])
+
+
+def _int_field(value: Any) -> int | None:
+    try:
+        return int(value) if value not in (None, "") else None
+    except (TypeError, ValueError):
+        return None
+
+
+@router.post("/questions/{slug}/report")
+def report_problem(
+    request: Request, slug: str, form: FormDep, db_session: SessionDep,
+    learner_id: CurrentLearner, clock: ClockDep, settings: SettingsDep, _: CSRF,
+) -> Response:
+    question = questions_service.get_published(db_session=db_session, slug=slug)
+    if question is None:
+        raise NotFound(f"No question called {slug!r}.")
+    ctx: dict[str, Any] = {"report_action": f"/questions/{slug}/report", "question": question,
+                           "revision_id": _int_field(form.get("revision_id")),
+                           "report_open": True}
+    status = 200
+    try:
+        row = reports.file_report(
+            db_session=db_session, learner_id=learner_id, question=question,
+            revision_id=ctx["revision_id"], kind=str(form.get("kind") or ""),
+            comment=str(form.get("comment") or ""), now=clock.now(),
+            per_hour=settings.reports_per_hour)
+        ctx["filed"] = row
+    except reports.ReportError as exc:
+        ctx.update(error=str(exc), kind=form.get("kind"), comment=form.get("comment"))
+        status = 422
+    if is_htmx(request):
+        return templates.TemplateResponse(request, "reports/_report_form.html", ctx,
+                                          status_code=status)
+    return templates.TemplateResponse(request, "reports/report_filed.html", ctx,
+                                      status_code=status)
+
+
+@router.get("/reports")
+def my_reports_page(request: Request, db_session: SessionDep,
+                    learner_id: CurrentLearner) -> Response:
+    """The learner's own problem reports and what the authors did with them."""
+    return templates.TemplateResponse(request, "reports/my_reports.html", {
+        "reports": reports.my_reports(db_session=db_session, learner_id=learner_id)})
+
+
+# The authors' inbox (every route needs an author: the router says so) ---------------------
+
+
+@inbox.get("")
+def inbox_page(request: Request, db_session: SessionDep, user: AuthorUser) -> Response:
+    return templates.TemplateResponse(request, "reports/inbox.html", {
+        "user": user, "groups": reports.inbox(db_session=db_session)})
+
+
+@inbox.post("/{report_id}")
+def handle_report(
+    request: Request, report_id: int, form: FormDep, db_session: SessionDep, user: AuthorUser,
+    clock: ClockDep, _: CSRF,
+) -> Response:
+    try:
+        reports.handle_report(db_session=db_session, report_id=report_id, user=user,
+                              status=str(form.get("status") or ""),
+                              note=str(form.get("note") or ""), now=clock.now())
+    except reports.ReportError as exc:
+        return templates.TemplateResponse(request, "reports/inbox.html", {
+            "user": user, "groups": reports.inbox(db_session=db_session), "error": str(exc)},
+            status_code=422)
+    return RedirectResponse("/author/reports", status_code=303)
+
+
+router.include_router(inbox)

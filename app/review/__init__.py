@@ -1,0 +1,1 @@
+"""FSRS review: cards, the due queue, the Review page and its API."""

@@ -1,0 +1,196 @@
+"""Spaced review with FSRS: one card per learner and question, the rating of an answer, the
+queue of due cards, and a card's predicted recall at any date.
+
+Every function that depends on the time takes `now` (or `at`): the caller reads it from the
+one clock (app/clock.py), so tests and the readiness forecast choose the moment.
+The rating mapping is documented in docs/review.md; `rating_for` is the whole of it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from fsrs import Card, Rating, Scheduler
+from sqlalchemy import Connection, bindparam, func, insert, select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from app.questions.models import STATUS_PUBLISHED, Question
+from app.quizzes.models import Attempt
+from app.review.models import ReviewCard, ReviewLog
+
+# FSRS-6 with its default weights and 90% desired retention. Fuzzing is off: a learner has
+# tens of cards, not thousands, so spreading due dates buys nothing, and an unfuzzed
+# schedule is exactly reproducible (tests, and the readiness forecast built on it).
+SCHEDULER = Scheduler(desired_retention=0.9, enable_fuzzing=False)
+
+# Correct and "sure" within this many milliseconds is effortless recall: Easy.
+FAST_MS = 20_000
+# Correct but slower than this (with no confidence given) was hard-won: Hard.
+SLOW_MS = 120_000
+# A score at or above this (and below 1) is "partly right" (multi-select partial credit).
+PARTIAL_SCORE = 0.5
+# The Review page and API show at most this many due cards at once.
+QUEUE_LIMIT = 50
+
+
+def rating_for(*, score: float, correct: bool, confidence: str | None,
+               time_taken_ms: int | None) -> Rating:
+    """The FSRS rating of one answer (docs/review.md has the table)."""
+    if not correct:
+        if score >= PARTIAL_SCORE and confidence != "guessing":
+            return Rating.Hard
+        return Rating.Again
+    if confidence == "guessing":
+        # A right guess is not recall: see it again soon.
+        return Rating.Again
+    if confidence == "unsure":
+        return Rating.Hard
+    if confidence == "sure":
+        if time_taken_ms is not None and time_taken_ms <= FAST_MS:
+            return Rating.Easy
+        return Rating.Good
+    if time_taken_ms is not None and time_taken_ms > SLOW_MS:
+        return Rating.Hard
+    return Rating.Good
+
+
+def fsrs_card(card: ReviewCard) -> Card:
+    """The stored card as the `fsrs` package's Card."""
+    if not card.card:
+        return Card(card_id=card.id, due=card.due)
+    return Card.from_dict(card.card)  # type: ignore[arg-type]
+
+
+# Every answer schedules a card, so these statements are built once, as SQLAlchemy Core
+# with bound parameters. Through the ORM (load the card, change it, flush it with a new
+# log row) scheduling cost ~1 ms of Python per answer on the build machine, most of it
+# building statements and their cache keys; the same writes as prebuilt Core statements
+# cost a fifth of that (docs/performance.md). The columns' types still apply (JSON,
+# UTC datetimes), so both databases store exactly what the ORM would.
+_CARD_OF = (select(ReviewCard.id, ReviewCard.card)
+            .where(ReviewCard.learner_id == bindparam("learner_id"),
+                   ReviewCard.question_id == bindparam("question_id")))
+_NEW_CARD = insert(ReviewCard).returning(ReviewCard.id)
+_RESCHEDULE = (update(ReviewCard).where(ReviewCard.id == bindparam("card_id"))
+               .values(card=bindparam("new_card"), due=bindparam("new_due"),
+                       reps=ReviewCard.reps + 1, last_review=bindparam("reviewed")))
+_LOG = insert(ReviewLog)
+
+
+def _card_of(db_session: Session, conn: Connection, learner_id: str, question_id: int,
+             now: datetime) -> tuple[int, Card]:
+    """The id and FSRS state of the learner's card for the question, made on first answer."""
+    row = conn.execute(_CARD_OF, {"learner_id": learner_id, "question_id": question_id}).first()
+    if row is None:
+        try:
+            with db_session.begin_nested():
+                card_id = conn.execute(_NEW_CARD, {"learner_id": learner_id,
+                                                   "question_id": question_id, "card": {},
+                                                   "due": now, "reps": 0}).scalar_one()
+            return card_id, Card(card_id=card_id, due=now)
+        except IntegrityError:
+            # The learner's other tab made the card a moment ago; review that one.
+            row = conn.execute(_CARD_OF, {"learner_id": learner_id,
+                                          "question_id": question_id}).one()
+    card_id, state = row
+    return card_id, (Card.from_dict(state) if state else Card(card_id=card_id, due=now))
+
+
+def record_review(*, db_session: Session, attempt: Attempt, confidence: str | None,
+                  now: datetime) -> int:
+    """Schedule the learner's card for the attempt's question (made on first answer) and log
+    it; returns the card's id."""
+    # Asked once: each Session.connection() walks the session's transaction state (~40 µs).
+    conn = db_session.connection()
+    card_id, state = _card_of(db_session, conn, attempt.learner_id, attempt.question_id, now)
+    rating = rating_for(score=attempt.score, correct=attempt.correct, confidence=confidence,
+                        time_taken_ms=attempt.time_taken_ms)
+    card, log = SCHEDULER.review_card(state, rating, review_datetime=now,
+                                      review_duration=attempt.time_taken_ms)
+    conn.execute(_RESCHEDULE, {"card_id": card_id, "new_card": dict(card.to_dict()),
+                               "new_due": card.due, "reviewed": now})
+    conn.execute(_LOG, {"card_id": card_id, "learner_id": attempt.learner_id,
+                        "attempt_id": attempt.id, "rating": int(rating), "reviewed_at": now,
+                        "log": dict(log.to_dict())})
+    # A card this session loaded before (a page showing it after the answer) would
+    # otherwise keep its old schedule: these writes bypass the session's identity map.
+    if (loaded := db_session.identity_map.get(db_session.identity_key(ReviewCard, card_id))):
+        db_session.expire(loaded)
+    return card_id
+
+
+def retrievability(*, card: ReviewCard, at: datetime) -> float:
+    """FSRS's predicted probability (0..1) that the learner recalls the card at `at`."""
+    if card.last_review is None:
+        return 0.0
+    return float(SCHEDULER.get_card_retrievability(fsrs_card(card), at))
+
+
+def retrievability_by_question(*, db_session: Session, learner_id: str,
+                               at: datetime) -> dict[int, float]:
+    """Predicted recall at `at` for every question the learner has a card for."""
+    cards = db_session.scalars(select(ReviewCard).where(ReviewCard.learner_id == learner_id))
+    return {c.question_id: retrievability(card=c, at=at) for c in cards}
+
+
+def _due_query(learner_id: str, now: datetime) -> Any:
+    # Retired (or unpublished) questions leave the queue; their cards stay for the record.
+    return (select(ReviewCard, Question)
+            .join(Question, Question.id == ReviewCard.question_id)
+            .where(ReviewCard.learner_id == learner_id, ReviewCard.due <= now,
+                   Question.status == STATUS_PUBLISHED))
+
+
+@dataclass
+class DueCard:
+    card: ReviewCard
+    question: Question
+
+
+def due_cards(*, db_session: Session, learner_id: str, now: datetime,
+              limit: int = QUEUE_LIMIT) -> list[DueCard]:
+    """The learner's cards due at `now`, most overdue first, of published questions only."""
+    rows = db_session.execute(_due_query(learner_id, now)
+                              .order_by(ReviewCard.due, ReviewCard.id).limit(limit))
+    return [DueCard(card, question) for card, question in rows]
+
+
+def due_count(*, db_session: Session, learner_id: str, now: datetime) -> int:
+    """How many of the learner's cards are due at `now` (published questions only)."""
+    stmt = (select(func.count()).select_from(ReviewCard)
+            .join(Question, Question.id == ReviewCard.question_id)
+            .where(ReviewCard.learner_id == learner_id, ReviewCard.due <= now,
+                   Question.status == STATUS_PUBLISHED))
+    return int(db_session.scalar(stmt) or 0)
+
+
+def next_due(*, db_session: Session, learner_id: str, now: datetime) -> datetime | None:
+    """When the learner's next card (of a published question) falls due after `now`."""
+    stmt = (select(ReviewCard.due)
+            .join(Question, Question.id == ReviewCard.question_id)
+            .where(ReviewCard.learner_id == learner_id, ReviewCard.due > now,
+                   Question.status == STATUS_PUBLISHED)
+            .order_by(ReviewCard.due).limit(1))
+    return db_session.scalar(stmt)
+
+
+def due_per_day(*, db_session: Session, learner_id: str, start: datetime,
+                days: int) -> list[int]:
+    """How many cards (of published questions) fall due on each of `days` days from `start`:
+    the first day counts everything already overdue too, as the Review page would show it."""
+    stmt = (select(ReviewCard.due).join(Question, Question.id == ReviewCard.question_id)
+            .where(ReviewCard.learner_id == learner_id, Question.status == STATUS_PUBLISHED,
+                   ReviewCard.due < start + timedelta(days=days)))
+    counts = [0] * days
+    for due in db_session.scalars(stmt):
+        counts[max(0, (due - start) // timedelta(days=1))] += 1
+    return counts
+
+
+def learner_cards(*, db_session: Session, learner_id: str) -> list[ReviewCard]:
+    """Every card of the learner, by question id."""
+    return list(db_session.scalars(select(ReviewCard).where(ReviewCard.learner_id == learner_id)
+                                   .order_by(ReviewCard.question_id)))
