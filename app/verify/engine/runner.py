@@ -3,8 +3,9 @@
 The runner reads every rank's event pipe, stdout and stderr as they arrive, and
 the leader's reports of rank exits. It asks the leader to stop the run at the
 wall-clock deadline, and kills the run's whole process group itself if the
-leader does not finish. Nothing a rank sends is trusted: lines that are not
-well-formed events are dropped, and sizes are capped. A rank that floods its
+leader does not finish. Nothing a rank sends is trusted: every event line is checked
+against its schema (events.py), a line that fails makes that rank's result an
+error of the snippet, and sizes are capped. A rank that floods its
 output is not stopped: the first `output_bytes` of each stream are kept and the
 rest is read and thrown away, so the run ends however the snippet ends.
 """
@@ -25,6 +26,7 @@ from typing import Any
 
 from app.verify.engine.diagnosis import RunFacts, diagnose
 from app.verify.engine.errors import EngineFailure
+from app.verify.engine.events import MALFORMED_EVENT_TYPE, MalformedEvent, parse_event
 from app.verify.engine.limits import Limits
 from app.verify.engine.pool import Pool
 from app.verify.engine.result import BucketRecord, RankError, RankResult, RunResult
@@ -84,6 +86,7 @@ class _Rank:
     events: list[dict[str, Any]] = field(default_factory=list)
     event_bytes: int = 0
     dropped: int = 0
+    malformed: int = 0
     partial: bytes = b""
     exit: dict[str, Any] | None = None
 
@@ -98,15 +101,13 @@ class _Rank:
                 self.dropped += 1
                 continue
             try:
-                event = json.loads(line)
-            except ValueError:
-                self.dropped += 1
-                continue
-            if (isinstance(event, dict) and isinstance(event.get("kind"), str)
-                    and isinstance(event.get("t"), int)):
-                self.events.append(event)
-            else:
-                self.dropped += 1
+                self.events.append(parse_event(line))
+            except MalformedEvent as exc:
+                # The harness writes only well-formed events: the snippet wrote this one.
+                self.malformed += 1
+                if self.malformed == 1:
+                    self.events.append({"kind": "malformed_event", "t": time.monotonic_ns(),
+                                        "detail": str(exc)})
 
 
 def run(pool: Pool, *, code: str, world_size: int, params: dict[str, Any], limits: Limits,
@@ -316,6 +317,7 @@ def _assemble(watch: _Watch, ranks: list[_Rank], *, t0: int, wall_ms: float, cod
         events: list[dict[str, Any]] = []
         values: dict[str, Any] = {}
         error: RankError | None = None
+        malformed: dict[str, Any] | None = None
         sent = 0
         for raw in r.events:
             kind = raw["kind"]
@@ -332,9 +334,17 @@ def _assemble(watch: _Watch, ranks: list[_Rank], *, t0: int, wall_ms: float, cod
                 setup_errors.append(f"rank {r.rank}: {event.get('type')}: {event.get('message')}")
             elif kind == "snippet_start":
                 any_started = True
+            elif kind == "malformed_event":
+                event["count"] = r.malformed
+                malformed = event
             if isinstance(event.get("sent_total"), int):
                 sent = max(sent, event["sent_total"])
             events.append(event)
+        if malformed is not None:
+            # Whatever else the rank did, its trace can no longer be believed.
+            more = f" ({r.malformed} malformed lines in all)" if r.malformed > 1 else ""
+            error = RankError(type=MALFORMED_EVENT_TYPE,
+                              message=f"the rank sent a malformed event: {malformed['detail']}{more}")
         if r.dropped:
             events.append({"t_ms": events[-1]["t_ms"] if events else 0.0, "kind": "events_dropped",
                            "count": r.dropped})
