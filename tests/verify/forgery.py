@@ -12,6 +12,8 @@ import math
 import random
 from typing import Any
 
+from app.verify.engine.events import SCHEMAS
+
 # One event of every kind a rank sends, shaped as the harness writes it.
 EXAMPLES: dict[str, dict[str, Any]] = {
     "started": {"pid": 7},
@@ -25,8 +27,10 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     "report": {"name": "grad", "value": [[1.5, 1.5]], "iteration": 1},
     "note": {"ddp": 0, "text": "a built-in C++ comm hook is registered: no bucket timings"},
     "collective_start": {"op": "all_reduce", "seq": 1, "iteration": None, "group_size": 2,
-                         "shape": [4], "dtype": "float32", "bytes": 16, "source": "snippet",
-                         "line": 4, "reduce_op": "SUM"},
+                         "shape": [4], "dtype": "float32", "bytes": 16, "source": "torch",
+                         "line": 4, "reduce_op": "SUM", "caller": "redistribute_local_tensor",
+                         "api": "c10d.allreduce_", "unit": "0", "group_ranks": [0, 1], "async": True,
+                         "count": 1, "peer": 0},
     "collective_end": {"op": "all_reduce", "seq": 1, "bytes_sent": 120, "sent_total": 500},
     "ddp_init": {"ddp": 0, "params": 1, "bucket_cap_mb": 25.0, "find_unused_parameters": False,
                  "gradient_as_bucket_view": False, "static_graph": False},
@@ -60,6 +64,10 @@ ODD_VALUES: list[Any] = [
 ]
 
 
+def _required(kind: str) -> set[str]:
+    return {field.alias or name for name, field in SCHEMAS[kind].model_fields.items() if field.is_required()}
+
+
 def line(kind: str, fields: dict[str, Any], t: int = 10**9) -> bytes:
     """One event line as the harness's emitter writes it."""
     return (json.dumps({**fields, "kind": kind, "t": t}, separators=(",", ":")) + "\n").encode()
@@ -74,7 +82,7 @@ def rejected_lines(kind: str) -> list[tuple[str, bytes]]:
         out.append((f"{name} set to a {type(bad).__name__}", line(kind, {**base, name: bad})))
         if name != "value":
             rest = {k: v for k, v in base.items() if k != name}
-            if name not in ("caller", "reduce_op"):  # the two optional fields of the examples
+            if name in _required(kind):
                 out.append((f"{name} left out", line(kind, rest)))
     out.append(("an extra field", line(kind, {**base, "forged": 1})))
     out.append(("a string time", line(kind, base, t="1")))  # type: ignore[arg-type]

@@ -49,7 +49,9 @@ __all__ = [
 # what a run measures or reports.
 # 4: an output flood is truncated and the run goes on (it used to stop the run).
 # 6: a malformed line on a rank's event channel makes that rank an error (it was dropped).
-HARNESS_VERSION = "6"
+# 7: collectives that reach c10d without torch.distributed's Python functions (functional
+#    collectives of DTensor/TP/FSDP2, *_single, ProcessGroup methods) are recorded.
+HARNESS_VERSION = "7"
 MIN_WORLD_SIZE = 1
 MAX_WORLD_SIZE = 8
 # Snippets are short programs; anything larger is a mistake.

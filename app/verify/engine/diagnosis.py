@@ -125,6 +125,8 @@ def _op_from(event: dict[str, object]) -> _Op:
                   else "DDP gradient bucket ") + str(event.get("index", 0))
     elif event.get("source") == "torch" and event.get("caller"):
         detail = f"issued by torch's {event['caller']}"
+        if event.get("unit") is not None:
+            detail += f" for FSDP unit {event['unit']}"
     iteration = event.get("iteration")
     line = event.get("line")
     return _Op(op="all_reduce" if bucket else str(event.get("op", "?")),

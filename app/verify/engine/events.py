@@ -140,6 +140,9 @@ class CollectiveStart(_Event):
     peer: Int | None = None
     reduce_op: str | None = None
     async_: bool | None = Field(None, alias="async")
+    api: str | None = None
+    unit: str | None = None
+    group_ranks: list[Count] | None = None
 
 
 class CollectiveEnd(_Event):

@@ -54,6 +54,9 @@ PRELOAD = (
 def preload() -> None:
     for name in PRELOAD:
         importlib.import_module(name)
+    from app.verify.engine.probes import c10d
+
+    c10d.register()
     gc.collect()
     gc.freeze()
 

@@ -29,6 +29,8 @@ COLLECTIVES = (
     "reduce_scatter", "reduce_scatter_tensor", "all_to_all", "all_to_all_single",
     "barrier", "monitored_barrier", "send", "recv", "isend", "irecv", "send_object_list",
     "recv_object_list", "batch_isend_irecv", "new_group",
+    # torch 2.13's names for all_gather_into_tensor and reduce_scatter_tensor (FSDP2 calls them).
+    "all_gather_single", "reduce_scatter_single",
     # DDP's constructor and buffer sync go through these two C++ bindings.
     "_broadcast_coalesced", "_verify_params_across_processes",
 )
@@ -41,11 +43,15 @@ TORCH_ATTRIBUTES = (
     "torch.distributed.ProcessGroup",
     "torch.distributed.ProcessGroup.size",
     "torch.distributed.get_world_size",
+    "torch.distributed.get_process_group_ranks",
+    "torch.distributed.distributed_c10d._get_default_group",
     "torch.distributed.Work.get_future",
     "torch.distributed.Work.wait",
     "torch.futures.Future.add_done_callback",
     "torch.futures.Future.wait",
 )
+# Names recorded under the older name of the same operation, so that one check counts both.
+CANONICAL = {"all_gather_single": "all_gather_into_tensor", "reduce_scatter_single": "reduce_scatter_tensor"}
 _ALWAYS_ASYNC = frozenset({"isend", "irecv", "batch_isend_irecv"})
 # Which argument carries this rank's payload, in order of preference.
 _PAYLOAD_ARGS = (
@@ -68,11 +74,12 @@ def install(rec: Recorder) -> None:
 
 
 def wrap(rec: Recorder, name: str, original: Callable[..., Any]) -> Callable[..., Any]:
-    """The probe of one collective: what every call of `name` goes through."""
+    """The probe of one torch.distributed function: what every call of `name` goes through."""
     try:
         sig: inspect.Signature | None = inspect.signature(original)
     except (TypeError, ValueError):
         sig = None
+    op = CANONICAL.get(name, name)
 
     @functools.wraps(original)
     def probe(*args: Any, **kwargs: Any) -> Any:
@@ -80,28 +87,42 @@ def wrap(rec: Recorder, name: str, original: Callable[..., Any]) -> Callable[...
             return original(*args, **kwargs)
         start = now()
         info, is_async = describe(name, sig, args, kwargs)
-        seq = rec.next_seq()
-        info.update(rec.where(sys._getframe(1)))
-        sent0 = rec.sockets.total()
-        rec.emit("collective_start", t=start, op=name, seq=seq, iteration=rec.iteration, **info)
-        rec.tls.inside = True
-        try:
-            result = original(*args, **kwargs)
-        except BaseException as exc:
-            end(rec, name, seq, sent0, error=error_text(exc))
-            raise
-        finally:
-            rec.tls.inside = False
-            if name == "new_group":  # a new group opens new gloo sockets
-                rec.sockets.invalidate()
-        if is_async and result is not None:
-            finish_async(rec, name, seq, sent0, result)
-        else:
-            end(rec, name, seq, sent0)
-        return result
+        if op != name:
+            info["api"] = name
+        return record(rec, op, info, is_async, sys._getframe(1), start, original, args, kwargs)
 
     probe.__ddpdrill_probe__ = True  # type: ignore[attr-defined]
     return probe
+
+
+def record(rec: Recorder, op: str, info: dict[str, Any], is_async: bool, frame: Any, start: int,
+           call: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
+           works: Callable[[Any], list[Any]] | None = None) -> Any:
+    """Make one collective call, recorded: the single entry of every collective probe.
+
+    `collective_start` first, then the call with further recording suppressed,
+    then `collective_end` when it returns, or for async work (`works(result)`
+    gives it) when the work completes.
+    """
+    seq = rec.next_seq()
+    info.update(rec.where(frame))
+    sent0 = rec.sockets.total()
+    rec.emit("collective_start", t=start, op=op, seq=seq, iteration=rec.iteration, **info)
+    rec.tls.inside = True
+    try:
+        result = call(*args, **kwargs)
+    except BaseException as exc:
+        end(rec, op, seq, sent0, error=error_text(exc))
+        raise
+    finally:
+        rec.tls.inside = False
+        if op == "new_group":  # a new group opens new gloo sockets
+            rec.sockets.invalidate()
+    if is_async and result is not None:
+        finish_async(rec, op, seq, sent0, works(result) if works is not None else result)
+    else:
+        end(rec, op, seq, sent0)
+    return result
 
 
 def payload(obj: Any) -> tuple[list[int] | None, str | None, int | None, int | None]:
@@ -135,11 +156,7 @@ def describe(name: str, sig: inspect.Signature | None, args: tuple[Any, ...],
         group = next((a for a in args if isinstance(a, dist.ProcessGroup)), None)
         data = next((a for a in args if isinstance(a, (torch.Tensor, list, tuple))), None)
     shape, dtype, nbytes, count = payload(data)
-    try:
-        info["group_size"] = (group.size() if isinstance(group, dist.ProcessGroup)
-                              else dist.get_world_size(group))
-    except Exception:  # a destroyed or foreign group
-        info["group_size"] = None
+    info.update(group_fields(group))
     info.update(shape=shape, dtype=dtype, bytes=nbytes)
     if count is not None:
         info["count"] = count
@@ -156,6 +173,18 @@ def describe(name: str, sig: inspect.Signature | None, args: tuple[Any, ...],
     return info, is_async
 
 
+def group_fields(group: Any) -> dict[str, Any]:
+    """`group_size`, and `group_ranks` (global ranks) for a group other than the default one."""
+    try:
+        fields: dict[str, Any] = {"group_size": (group.size() if isinstance(group, dist.ProcessGroup)
+                                                else dist.get_world_size(group))}
+        if group is not None and group is not c10d._get_default_group():
+            fields["group_ranks"] = dist.get_process_group_ranks(group)
+        return fields
+    except Exception:  # a destroyed or foreign group
+        return {"group_size": None}
+
+
 def end(rec: Recorder, op: str, seq: int, sent0: int, **extra: Any) -> None:
     """`collective_end` of call `seq`, with the bytes this rank sent since it started."""
     t = now()
@@ -167,6 +196,9 @@ def end(rec: Recorder, op: str, seq: int, sent0: int, **extra: Any) -> None:
 def finish_async(rec: Recorder, op: str, seq: int, sent0: int, result: Any) -> None:
     """End call `seq` when all of its works complete (or at once, if gloo gives no future)."""
     works = result if isinstance(result, list) else [result]
+    if not works:  # an op that returns no work (monitored_barrier_) is done when it returns
+        end(rec, op, seq, sent0)
+        return
     futures = []
     for work in works:
         try:

@@ -12,6 +12,7 @@ unchanged inside the probe.
 from __future__ import annotations
 
 import functools
+import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -22,7 +23,7 @@ import torch.distributed as dist
 from torch.distributed.algorithms.join import Join
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-from app.verify.engine.probes.core import Recorder, error_text, now
+from app.verify.engine.probes.core import Recorder, error_text, now, passes_along
 
 # What this module patches or reads in torch, on the classes (tests/verify/test_torch_surface.py
 # checks each exists on the pinned torch).
@@ -45,6 +46,9 @@ TORCH_ATTRIBUTES = (
     "torch.distributed.GradBucket.buffer",
     "torch.distributed.GradBucket.gradients",
     "torch.distributed.ProcessGroup.allreduce",
+    "torch.distributed.ProcessGroup.group_name",
+    "torch.distributed.ProcessGroup.unbox",
+    "torch.autograd.graph._engine_run_backward",
 )
 # Attributes DDP and Join set on their instances, read by this module (checked on real
 # instances by the same test).
@@ -55,6 +59,7 @@ DDP_INSTANCE_ATTRIBUTES = (
 # Set on the DDP instance once a Join over it exists (its join hook), and on the Join.
 DDP_JOIN_ATTRIBUTES = ("_divide_by_initial_world_size",)
 JOIN_INSTANCE_ATTRIBUTES = ("_enable",)
+_DDP_FILE = os.path.join("torch", "nn", "parallel", "distributed.py")
 # How torch words an exception raised inside a Future.then() callback.
 _CALLBACK_ERROR = "Got the following error when running the callback"
 
@@ -81,6 +86,8 @@ class _DdpState:
     awaiting_backward: bool = False
     backward_pending: bool = False
 
+    group: str = ""  # the name of DDP's process group
+
     def name_of(self, param: torch.Tensor) -> str:
         return self.names.get(param.data_ptr(), "?")
 
@@ -93,6 +100,36 @@ class DdpProbes:
         self.trace_buckets = trace_buckets
         self._ddps: list[_DdpState] = []
         self._bucket_error: BaseException | None = None
+        rec.ddp_internal = self.internal
+
+    def internal(self, frame: Any, group: Any) -> bool:
+        """Whether a call reaching c10d is DDP's reducer talking for itself.
+
+        Those calls are the reducer's gradient all-reduce (without the bucket probe),
+        the broadcast of rebuilt bucket sizes in the second iteration, and the
+        all-reduce of the used-parameter map under find_unused_parameters: C++,
+        reached from DDP's own Python code or, during a DDP backward on DDP's group,
+        straight from the autograd engine. They are not collective events, as before
+        the dispatcher probe existed (their bytes are in bytes_sent).
+        """
+        if not self._ddps:
+            return False
+        while frame is not None and passes_along(frame.f_code):
+            frame = frame.f_back
+        if frame is None:
+            return False
+        code = frame.f_code
+        if code.co_filename.endswith(_DDP_FILE):
+            return True
+        if code.co_name != "_engine_run_backward":
+            return False
+        pending = {st.group for st in self._ddps if st.awaiting_backward}
+        if not pending:
+            return False
+        try:
+            return dist.ProcessGroup.unbox(group).group_name in pending
+        except Exception:
+            return False
 
     def _state(self, ddp: Any) -> _DdpState | None:
         return ddp.__dict__.get("_ddpdrill_state")
@@ -218,7 +255,8 @@ class DdpProbes:
 
     def _on_ddp_init(self, ddp: DDP) -> None:
         named = [(n, p) for n, p in ddp.module.named_parameters() if p.requires_grad]
-        st = _DdpState(index=len(self._ddps), names={p.data_ptr(): n for n, p in named})
+        st = _DdpState(index=len(self._ddps), names={p.data_ptr(): n for n, p in named},
+                       group=str(getattr(ddp.process_group, "group_name", "")))
         self._ddps.append(st)
         ddp.__dict__["_ddpdrill_state"] = st
         for name, param in named:
@@ -328,7 +366,12 @@ class DdpProbes:
                         view.div_(div)
                     else:
                         view.mul_(1.0 / div)
-        reduced = ddp.process_group.allreduce([buffer]).get_future()
+        # The bucket record is this all-reduce's event: the dispatcher probe must not add another.
+        self.rec.tls.inside = True
+        try:
+            reduced = ddp.process_group.allreduce([buffer]).get_future()
+        finally:
+            self.rec.tls.inside = False
         probes = self
 
         def unwrap(f: Any) -> torch.Tensor:
