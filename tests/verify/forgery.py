@@ -43,6 +43,10 @@ EXAMPLES: dict[str, dict[str, Any]] = {
                             "group_size": 2, "source": "torch", "line": 6,
                             "caller": "_engine_run_backward"},
     "bucket_reduce_end": {"seq": 3, "ddp": 0, "bytes_sent": 296, "sent_total": 832, "error": None},
+    "stage_forward_start": {"seq": 9, "stage": 0, "microbatch": 3, "iteration": None},
+    "stage_forward_end": {"seq": 9, "stage": 0, "microbatch": 3},
+    "stage_backward_start": {"seq": 10, "stage": 1, "microbatch": 0, "part": "full", "iteration": None},
+    "stage_backward_end": {"seq": 10, "stage": 1, "microbatch": 0, "error": "RuntimeError: no"},
     "join_start": {"iteration": 2},
     "join_end": {"iteration": 2},
 }

@@ -17,7 +17,7 @@ PINNED_TORCH = "2.13.0"
 
 SURFACE = """
 import importlib
-import torch.nn as nn
+import torch, torch.nn as nn
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 def resolve(dotted):
@@ -51,6 +51,13 @@ for owner, names in ((model, ddp_probes.DDP_INSTANCE_ATTRIBUTES + ddp_probes.DDP
         checked += 1
         if not hasattr(owner, name):
             missing.append(f"{type(owner).__name__} instance: {name}")
+from torch.distributed.pipelining import PipelineStage
+from app.verify.engine.probes import pipeline as pipeline_probes
+stage = PipelineStage(nn.Linear(2, 2), 0, 1, torch.device("cpu"))
+for name in pipeline_probes.STAGE_INSTANCE_ATTRIBUTES:
+    checked += 1
+    if not hasattr(stage, name):
+        missing.append(f"PipelineStage instance: {name}")
 report("modules", [m.__name__.rsplit(".", 1)[-1] for m in PROBE_MODULES])
 report("checked", checked)
 report("missing", missing)
@@ -63,4 +70,4 @@ def test_every_torch_name_the_probes_use_exists_on_the_pinned_torch(run: Run) ->
     assert result.outcome == "ok", result.diagnosis + result.ranks[0].stderr
     values = result.ranks[0].values
     assert values["missing"] == []
-    assert {"collectives", "ddp"} <= set(values["modules"]) and values["checked"] > 50
+    assert set(values["modules"]) == {"collectives", "c10d", "ddp", "pipeline"} and values["checked"] > 100

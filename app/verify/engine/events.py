@@ -230,6 +230,39 @@ class JoinEnd(_Event):
     error: str | None = None
 
 
+class StageForwardStart(_Event):
+    kind: Literal["stage_forward_start"]
+    seq: Seq
+    stage: Count
+    microbatch: Count
+    iteration: Iteration
+
+
+class StageForwardEnd(_Event):
+    kind: Literal["stage_forward_end"]
+    seq: Seq
+    stage: Count
+    microbatch: Count
+    error: str | None = None
+
+
+class StageBackwardStart(_Event):
+    kind: Literal["stage_backward_start"]
+    seq: Seq
+    stage: Count
+    microbatch: Count
+    part: Literal["full", "input", "weight"]
+    iteration: Iteration
+
+
+class StageBackwardEnd(_Event):
+    kind: Literal["stage_backward_end"]
+    seq: Seq
+    stage: Count
+    microbatch: Count
+    error: str | None = None
+
+
 # Every kind a rank may send, by name. The engine adds kinds of its own
 # (`exit`, `events_dropped`, `malformed_event`) after this check, never before it.
 SCHEMAS: dict[str, type[_Event]] = {
@@ -238,6 +271,7 @@ SCHEMAS: dict[str, type[_Event]] = {
         Started, GroupReady, SnippetStart, SnippetEnd, EventsTruncated, SetupError, ExceptionEvent,
         Report, Note, CollectiveStart, CollectiveEnd, DdpInit, DdpForwardStart, DdpForwardEnd,
         GradReady, DdpBackwardEnd, BucketReduceStart, BucketReduceEnd, JoinStart, JoinEnd,
+        StageForwardStart, StageForwardEnd, StageBackwardStart, StageBackwardEnd,
     )
 }
 

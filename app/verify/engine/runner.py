@@ -29,7 +29,14 @@ from app.verify.engine.errors import EngineFailure
 from app.verify.engine.events import MALFORMED_EVENT_TYPE, MalformedEvent, parse_event
 from app.verify.engine.limits import Limits
 from app.verify.engine.pool import Pool
-from app.verify.engine.result import BucketRecord, RankError, RankResult, RunResult
+from app.verify.engine.result import (
+    BucketRecord,
+    PipelineBlock,
+    PipelineLane,
+    RankError,
+    RankResult,
+    RunResult,
+)
 
 # The leader must report that the ranks exist within this long.
 START_WAIT_S = 15.0
@@ -391,7 +398,8 @@ def _assemble(watch: _Watch, ranks: list[_Rank], *, t0: int, wall_ms: float, cod
         outcome=diagnosis.outcome, diagnosis=diagnosis.text, limit=diagnosis.limit,
         world_size=world_size, params=params, torch_version=torch_version,
         harness_version=harness_version, limits=limits.as_dict(), ranks=results,
-        buckets=bucket_records(results), leftover_processes=leftovers, timings=timings,
+        buckets=bucket_records(results), pipeline=pipeline_lanes(results),
+        leftover_processes=leftovers, timings=timings,
     )
 
 
@@ -424,3 +432,42 @@ def bucket_records(ranks: list[RankResult]) -> list[BucketRecord]:
                 error=end.get("error") if end else None,
             ))
     return records
+
+
+def pipeline_lanes(ranks: list[RankResult]) -> list[PipelineLane]:
+    """Per rank that ran pipeline stages: its blocks, and the idle share of their span."""
+    lanes: list[PipelineLane] = []
+    for rr in ranks:
+        ends = {e["seq"]: e for e in rr.events if e["kind"] in ("stage_forward_end", "stage_backward_end")}
+        blocks = []
+        for e in rr.events:
+            if e["kind"] not in ("stage_forward_start", "stage_backward_start"):
+                continue
+            end = ends.get(e["seq"])
+            part = e.get("part")
+            kind = "forward" if e["kind"] == "stage_forward_start" else (
+                "backward" if part in (None, "full") else f"backward_{part}")
+            blocks.append(PipelineBlock(
+                stage=e["stage"], microbatch=e["microbatch"], kind=kind, start_ms=e["t_ms"],
+                end_ms=end["t_ms"] if end is not None else None,
+                error=end.get("error") if end is not None else None))
+        if not blocks:
+            continue
+        done = sorted((b.start_ms, b.end_ms) for b in blocks if b.end_ms is not None)
+        busy = 0.0
+        reach = None
+        for start, stop in done:  # the union of the blocks, so nested ones count once
+            if reach is None or start > reach:
+                busy += stop - start
+                reach = stop
+            elif stop > reach:
+                busy += stop - reach
+                reach = stop
+        first = min(b.start_ms for b in blocks)
+        last = max((b.end_ms for b in blocks if b.end_ms is not None), default=first)
+        span = max(0.0, last - first)
+        lanes.append(PipelineLane(
+            rank=rr.rank, stages=sorted({b.stage for b in blocks}), blocks=blocks,
+            span_ms=round(span, 3), busy_ms=round(busy, 3),
+            bubble_fraction=round(1 - busy / span, 4) if span > 0 else 0.0))
+    return lanes
