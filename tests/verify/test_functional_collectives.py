@@ -250,3 +250,23 @@ def test_ddp_runs_gain_no_events_from_the_dispatcher_probe(run: Run, name: str, 
         assert ops == ["_verify_params_across_processes", "_broadcast_coalesced"]
         assert len(events(result, rank, "bucket_reduce_start")) == (buckets if trace_buckets else 0)
         _paired(result, rank)
+
+
+def test_odd_but_honest_calls_are_recorded_not_mistaken_for_forgeries(run: Run) -> None:
+    # A rank outside the group (torch says its size is -1) and a boolean peer are what a
+    # snippet may do; the harness's events about them must pass the engine's event check.
+    result = run("""
+    import warnings, torch, torch.distributed as dist
+    warnings.simplefilter("ignore")
+    only_zero = dist.new_group([0])
+    t = torch.ones(2)
+    dist.all_reduce(t, group=only_zero)
+    try:
+        dist.broadcast(t, src=True)
+    except Exception:
+        pass
+    report("t", t)
+    """)
+    assert all(r.error is None for r in result.ranks), result.diagnosis
+    starts = [(e["op"], e["group_size"]) for e in events(result, 1, "collective_start")]
+    assert ("all_reduce", None) in starts and "peer" not in events(result, 1, "collective_start")[-1]

@@ -138,8 +138,9 @@ def _describe(bound: dict[str, Any], payload_arg: str | None, peer_arg: str | No
     info.update(shape=shape, dtype=dtype, bytes=nbytes)
     if count is not None:
         info["count"] = count
-    if peer_arg is not None and isinstance(bound.get(peer_arg), int):
-        info["peer"] = bound[peer_arg]
+    peer = bound.get(peer_arg) if peer_arg is not None else None
+    if isinstance(peer, int) and not isinstance(peer, bool):
+        info["peer"] = peer
     info["async"] = True
     return info
 

@@ -161,7 +161,7 @@ def describe(name: str, sig: inspect.Signature | None, args: tuple[Any, ...],
     if count is not None:
         info["count"] = count
     for key in _PEER_ARGS:
-        if isinstance(bound.get(key), int):
+        if isinstance(bound.get(key), int) and not isinstance(bound[key], bool):
             info["peer"] = bound[key]
             break
     op = bound.get("op")
@@ -176,8 +176,10 @@ def describe(name: str, sig: inspect.Signature | None, args: tuple[Any, ...],
 def group_fields(group: Any) -> dict[str, Any]:
     """`group_size`, and `group_ranks` (global ranks) for a group other than the default one."""
     try:
-        fields: dict[str, Any] = {"group_size": (group.size() if isinstance(group, dist.ProcessGroup)
-                                                else dist.get_world_size(group))}
+        size = group.size() if isinstance(group, dist.ProcessGroup) else dist.get_world_size(group)
+        if size < 0:  # this rank is not in the group (torch returns -1)
+            return {"group_size": None}
+        fields: dict[str, Any] = {"group_size": size}
         if group is not None and group is not c10d._get_default_group():
             fields["group_ranks"] = dist.get_process_group_ranks(group)
         return fields
