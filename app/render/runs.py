@@ -9,8 +9,18 @@ from typing import Any
 
 from markupsafe import Markup
 
-from app.render.svg import BucketRow, Lane, Mark, Span, bucket_svg, timeline_svg
-from app.verify.engine.result import BucketRecord, RunResult
+from app.render.svg import (
+    Block,
+    BlockLane,
+    BucketRow,
+    Lane,
+    Mark,
+    Span,
+    bucket_svg,
+    pipeline_svg,
+    timeline_svg,
+)
+from app.verify.engine.result import BucketRecord, PipelineBlock, RunResult
 
 # A run's event list can be long; the timeline draws at most this many spans per rank.
 MAX_SPANS_PER_LANE = 400
@@ -78,6 +88,12 @@ def rank_lanes(result: RunResult) -> tuple[list[Lane], float]:
             elif kind in ("exit", "snippet_end"):
                 lane.marks.append(Mark(t, "exit", "snippet finished" if kind == "snippet_end"
                                        else f"exited with {ev.get('exit_code')}"))
+        for pl in (p for p in result.pipeline if p.rank == r.rank):
+            for b in pl.blocks:
+                label = _block_label(b, several=len(pl.stages) > 1)
+                lane.spans.append(Span(b.start_ms, b.end_ms if b.end_ms is not None else t_end,
+                                       "forward" if b.kind == "forward" else "backward", label,
+                                       _block_title(b, b.start_ms, b.end_ms)))
         blocked = r.blocked_in
         if blocked is not None:
             since = blocked.since_ms
@@ -104,14 +120,62 @@ def _end_marker(marks: list[Mark]) -> list[Mark]:
     return [exits[0]] if exits else marks
 
 
+_BLOCK_LETTER = {"forward": "F", "backward": "B", "backward_input": "I", "backward_weight": "W"}
+_BLOCK_WORDS = {"forward": "forward", "backward": "backward", "backward_input": "backward (input gradients)",
+                "backward_weight": "backward (weight gradients)"}
+
+
+def _block_label(block: PipelineBlock, *, several: bool) -> str:
+    """F3 for the forward of micro-batch 3 (s1F3 on a rank holding several stages)."""
+    letter = f"{_BLOCK_LETTER[block.kind]}{block.microbatch}"
+    return f"s{block.stage}{letter}" if several else letter
+
+
+def _block_title(block: PipelineBlock, start: float, end: float | None) -> str:
+    until = f"{end:.2f} ms" if end is not None else "(never finished)"
+    failed = f"; failed: {block.error}" if block.error else ""
+    return (f"stage {block.stage}, micro-batch {block.microbatch}: {_BLOCK_WORDS[block.kind]} "
+            f"{start:.2f} ms – {until}{failed}")
+
+
+def pipeline_picture(result: RunResult, svg_id: str = "run-pipeline") -> Markup | None:
+    """The pipeline stages' blocks, one lane per rank, zoomed to the pipeline's span; None if none ran."""
+    if not result.pipeline:
+        return None
+    t0 = min(b.start_ms for pl in result.pipeline for b in pl.blocks)
+    t_end = max(max(b.end_ms if b.end_ms is not None else b.start_ms for b in pl.blocks)
+                for pl in result.pipeline) - t0
+    lanes = []
+    described = []
+    for pl in result.pipeline:
+        several = len(pl.stages) > 1
+        lane = BlockLane(label=f"rank {pl.rank}", note=f"idle {pl.bubble_fraction:.0%}")
+        for b in pl.blocks:
+            end = (b.end_ms if b.end_ms is not None else t0 + t_end) - t0
+            lane.blocks.append(Block(b.start_ms - t0, end, b.kind, _block_label(b, several=several),
+                                     _block_title(b, b.start_ms - t0, None if b.end_ms is None else end)))
+        lanes.append(lane)
+        order = " ".join(_block_label(b, several=several) for b in pl.blocks)
+        stages = ", ".join(str(s) for s in pl.stages)
+        described.append(f"rank {pl.rank} (stage {stages}): {order}; idle {pl.bubble_fraction:.0%} of "
+                         f"its {pl.span_ms:.1f} ms span")
+    desc = ("Pipeline stage blocks in the order they ran, F for forward and B for backward of a "
+            "micro-batch: " + "; ".join(described) + ".")
+    return pipeline_svg(lanes, t_end, title="Pipeline stages: forward (F) and backward (B) per micro-batch",
+                        desc=desc, svg_id=svg_id, unit="ms (from the first block)")
+
+
 def timeline_picture(result: RunResult, svg_id: str = "run-timeline") -> Markup:
+    """The run's timeline, followed by its pipeline lanes when stages ran."""
     lanes, t_end = rank_lanes(result)
     blocked = [f"rank {r.rank} blocked in {r.blocked_in.op}" for r in result.ranks if r.blocked_in]
     desc = (f"Measured timeline of {len(lanes)} ranks over {t_end:.0f} ms from the start of the "
             f"snippet; outcome "
             f"{result.outcome}." + (" " + "; ".join(blocked) + "." if blocked else ""))
-    return timeline_svg(lanes, t_end, title="What each rank did, measured", desc=desc, svg_id=svg_id,
-                        unit="ms (from snippet start)")
+    picture = timeline_svg(lanes, t_end, title="What each rank did, measured", desc=desc, svg_id=svg_id,
+                           unit="ms (from snippet start)")
+    pipeline = pipeline_picture(result, svg_id=f"{svg_id}-pipeline")
+    return picture if pipeline is None else Markup(picture + pipeline)
 
 
 @dataclass

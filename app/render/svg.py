@@ -1,4 +1,4 @@
-"""Server-rendered SVG pictures: a per-rank timeline and a gradient-bucket chart.
+"""Server-rendered SVG pictures: a per-rank timeline, a gradient-bucket chart, pipeline stage lanes.
 
 Both take plain data (lanes of spans, rows of bucket windows) so a measured run
 and a question's stored trace are drawn by the same code. Every picture has a
@@ -24,6 +24,8 @@ PAD = 8
 COLOURS = {
     "forward": "#93c5fd",
     "backward": "#fcd34d",
+    "backward_input": "#fcd34d",
+    "backward_weight": "#fde68a",
     "collective": "#86efac",
     "blocked": "#fca5a5",
     "user": "#e5e7eb",
@@ -69,16 +71,36 @@ def _ticks(t_max: float) -> list[float]:
     return ticks
 
 
-# Roughly how wide one character of an 11px label is, to fit labels in their boxes.
-CHAR_W = 6.2
+# Chart text is drawn at this size at least (the stylesheet's own sizes for ticks and span
+# labels are smaller), and one of its characters is roughly CHAR_W wide.
+FONT_PX = 12
+CHAR_W = 7.0
+LINE_H = 14
+# A step box of a stored trace wraps its text onto at most this many lines (the lane grows).
+MAX_LABEL_LINES = 6
 
 
-def _fit(label: str, width: float) -> str:
-    """The label, shortened with an ellipsis to fit a box `width` wide, or '' if nothing fits."""
+def _font() -> str:
+    return f'style="font-size:{FONT_PX}px"'
+
+
+def _wrap(label: str, width: float, max_lines: int = 1) -> list[str]:
+    """The label as lines that fit a box `width` wide, or [] if it cannot be shown whole.
+
+    Never shortened: a label that does not fit is left to the box's <title> tooltip.
+    """
     room = int((width - 6) / CHAR_W)
-    if not label or room < 3:
-        return ""
-    return label if len(label) <= room else label[: room - 1] + "…"
+    if not label or room < 1:
+        return []
+    lines: list[str] = []
+    for word in label.split():
+        if len(word) > room:
+            return []
+        if lines and len(lines[-1]) + 1 + len(word) <= room:
+            lines[-1] += " " + word
+        else:
+            lines.append(word)
+    return lines if len(lines) <= max_lines else []
 
 
 def _fmt(t: float) -> str:
@@ -90,7 +112,7 @@ def _axis(x: Callable[[float], float], t_max: float, y: float, unit: str,
     out = [f'<line x1="{LABEL_W}" y1="{y}" x2="{WIDTH - PAD}" y2="{y}" class="axis" stroke="#9ca3af"/>']
     if labels is not None:
         for t, text in labels:
-            out.append(f'<text x="{x(t):.1f}" y="{y + 16}" class="tick" text-anchor="middle">'
+            out.append(f'<text x="{x(t):.1f}" y="{y + 16}" class="tick" text-anchor="middle" {_font()}>'
                        f'{escape(text)}</text>')
         return out
     for t in _ticks(t_max):
@@ -98,23 +120,41 @@ def _axis(x: Callable[[float], float], t_max: float, y: float, unit: str,
         out.append(f'<line x1="{xx:.1f}" y1="{y}" x2="{xx:.1f}" y2="{y + 4}" class="axis" stroke="#9ca3af"/>')
         # A number centred on a tick near the right edge would be cut off by it.
         anchor = "end" if xx > WIDTH - PAD - 16 else "middle"
-        out.append(f'<text x="{xx:.1f}" y="{y + 16}" class="tick" text-anchor="{anchor}">'
+        out.append(f'<text x="{xx:.1f}" y="{y + 16}" class="tick" text-anchor="{anchor}" {_font()}>'
                    f'{_fmt(t)}</text>')
     # The unit gets a line of its own under the numbers: beside them it ran into the first ones.
-    out.append(f'<text x="{LABEL_W}" y="{y + 32}" class="tick unit">{escape(unit)}</text>')
+    out.append(f'<text x="{LABEL_W}" y="{y + 32}" class="tick unit" {_font()}>{escape(unit)}</text>')
     return out
+
+
+def _span_lines(span: Span, width: float) -> list[str]:
+    # A stored trace's step box is as wide as the step and holds sentences: they wrap. A
+    # measured span is an op name in a box as wide as its duration: whole on one line, or not.
+    return _wrap(span.label, width, MAX_LABEL_LINES if span.kind == "user" else 1)
 
 
 def timeline_svg(lanes: list[Lane], t_end: float, *, title: str, desc: str, unit: str = "ms",
                  svg_id: str = "timeline", axis_labels: list[tuple[float, str]] | None = None) -> Markup:
-    """One lane per rank: spans as boxes labelled with their op; exits and errors as marks."""
+    """One lane per rank: spans as boxes labelled with their op; exits and errors as marks.
+
+    Labels are never shortened: one that does not fit its box is left to the box's
+    <title>; a stored trace's step text wraps, and its lane grows to hold it.
+    """
     t_max = max(t_end, 1e-3)
     scale = (WIDTH - LABEL_W - PAD) / t_max
 
     def x(t: float) -> float:
         return LABEL_W + max(0.0, min(t, t_max)) * scale
 
-    height = len(lanes) * LANE_H + AXIS_H + PAD
+    def width(s: Span) -> float:
+        return max(x(s.end) - x(s.start), 1.5)
+
+    wrapped = [{id(s): _span_lines(s, width(s)) for s in lane.spans} for lane in lanes]
+    heights = [max(LANE_H, 16 + LINE_H * max((len(v) for v in lines.values()), default=0))
+               for lines in wrapped]
+    tops = [PAD + sum(heights[:i]) for i in range(len(lanes))]
+    bottom = PAD + sum(heights)
+    height = bottom + AXIS_H + PAD
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {height}" '
         f'class="timeline" role="img" aria-labelledby="{svg_id}-t {svg_id}-d" id="{svg_id}">',
@@ -122,16 +162,16 @@ def timeline_svg(lanes: list[Lane], t_end: float, *, title: str, desc: str, unit
         f'<desc id="{svg_id}-d">{escape(desc)}</desc>',
     ]
     for i, lane in enumerate(lanes):
-        y = PAD + i * LANE_H
+        y, lane_h = tops[i], heights[i]
         parts.append(f'<g class="lane" data-lane="{i}">')
-        parts.append(f'<text x="4" y="{y + LANE_H / 2 + 4}" class="lane-label">{escape(lane.label)}</text>')
-        parts.append(f'<line x1="{LABEL_W}" y1="{y + LANE_H - 2}" x2="{WIDTH - PAD}" '
-                     f'y2="{y + LANE_H - 2}" class="lane-line"/>')
+        parts.append(f'<text x="4" y="{y + lane_h / 2 + 4}" class="lane-label" {_font()}>'
+                     f'{escape(lane.label)}</text>')
+        parts.append(f'<line x1="{LABEL_W}" y1="{y + lane_h - 2}" x2="{WIDTH - PAD}" '
+                     f'y2="{y + lane_h - 2}" class="lane-line"/>')
         for s in sorted(lane.spans, key=lambda s: (s.kind == "collective" or s.kind == "blocked", s.start)):
-            x0, x1 = x(s.start), x(s.end)
-            w = max(x1 - x0, 1.5)
+            x0, w = x(s.start), width(s)
             inner = s.kind in ("collective", "blocked")
-            yy, hh = (y + 9, LANE_H - 20) if inner else (y + 4, LANE_H - 10)
+            yy, hh = (y + lane_h / 2 - 7, 14) if inner else (y + 4, lane_h - 10)
             fill = COLOURS.get(s.kind, "#ddd")
             cls = f"span {s.kind}"
             parts.append(
@@ -140,21 +180,22 @@ def timeline_svg(lanes: list[Lane], t_end: float, *, title: str, desc: str, unit
                 + (' stroke="#b91c1c" stroke-width="2"' if s.kind == "blocked" else "")
                 + "/>"
             )
-            label = _fit(s.label, w)
-            if label:
-                parts.append(f'<text x="{x0 + 3:.1f}" y="{yy + hh / 2 + 4}" class="span-label">'
-                             f'{escape(label)}</text>')
+            lines = wrapped[i][id(s)]
+            first = yy + (hh - len(lines) * LINE_H) / 2 + LINE_H - 3
+            for k, text in enumerate(lines):
+                parts.append(f'<text x="{x0 + 3:.1f}" y="{first + k * LINE_H:.1f}" class="span-label" '
+                             f'{_font()}>{escape(text)}</text>')
             parts.append("</g>")
         for m in lane.marks:
             xx = x(m.t)
             sym = {"error": "✕", "exit": "■", "kill": "⚡"}.get(m.kind, "•")
             parts.append(
                 f'<g class="mark {m.kind}"><title>{escape(m.label)}</title>'
-                f'<text x="{xx:.1f}" y="{y + LANE_H / 2 + 5}" text-anchor="middle" '
+                f'<text x="{xx:.1f}" y="{y + lane_h / 2 + 5}" text-anchor="middle" '
                 f'class="mark-sym">{sym}</text></g>'
             )
         parts.append("</g>")
-    parts.extend(_axis(x, t_max, PAD + len(lanes) * LANE_H, unit, axis_labels))
+    parts.extend(_axis(x, t_max, bottom, unit, axis_labels))
     parts.append("</svg>")
     return Markup("".join(parts))
 
@@ -227,5 +268,92 @@ def bucket_svg(rows: list[BucketRow], compute_end: float, *, title: str, desc: s
         f'<line x1="0" y1="0" x2="0" y2="6" stroke="#dc2626" stroke-width="3"/></pattern></defs>'
     )
     parts.extend(_axis(x, t_max, PAD + len(rows) * LANE_H + 4, unit))
+    parts.append("</svg>")
+    return Markup("".join(parts))
+
+
+@dataclass
+class Block:
+    start: float
+    end: float
+    kind: str  # "forward", "backward", "backward_input", "backward_weight"
+    label: str
+    title: str
+
+
+@dataclass
+class BlockLane:
+    label: str
+    note: str = ""  # a second line under the label, e.g. the lane's idle share
+    blocks: list[Block] = field(default_factory=list)
+
+
+BLOCK_LANE_H = 46
+
+
+def _text(x: float, y: float, text: str, cls: str, anchor: str = "start") -> str:
+    return (f'<text x="{x:.1f}" y="{y:.1f}" class="{cls}" text-anchor="{anchor}" {_font()}>'
+            f'{escape(text)}</text>')
+
+
+def pipeline_svg(lanes: list[BlockLane], t_end: float, *, title: str, desc: str, unit: str = "ms",
+                 svg_id: str = "pipeline") -> Markup:
+    """One lane per rank of pipeline stage blocks (forward, backward), labelled by micro-batch.
+
+    A label goes inside its block when it fits, else on a row above the blocks when it
+    does not run into the label before it, else nowhere: every block has a <title>
+    with its full description, and no label is ever shortened.
+    """
+    t_max = max(t_end, 1e-3)
+    label_w = LABEL_W + 10
+    scale = (WIDTH - label_w - PAD) / t_max
+
+    def x(t: float) -> float:
+        return label_w + max(0.0, min(t, t_max)) * scale
+
+    top = PAD + 18  # a line for the chart's own heading
+    height = top + len(lanes) * BLOCK_LANE_H + AXIS_H + PAD
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {height}" '
+        f'class="timeline pipeline" role="img" aria-labelledby="{svg_id}-t {svg_id}-d" id="{svg_id}">',
+        f'<title id="{svg_id}-t">{escape(title)}</title>',
+        f'<desc id="{svg_id}-d">{escape(desc)}</desc>',
+        _text(4, PAD + 10, title, "chart-heading"),
+    ]
+    for i, lane in enumerate(lanes):
+        y = top + i * BLOCK_LANE_H
+        box_y, box_h = y + 17, BLOCK_LANE_H - 21
+        parts.append(f'<g class="lane" data-lane="{i}">')
+        parts.append(_text(4, y + 20, lane.label, "lane-label"))
+        if lane.note:
+            parts.append(_text(4, y + 36, lane.note, "lane-note"))
+        parts.append(f'<line x1="{label_w}" y1="{y + BLOCK_LANE_H - 2}" x2="{WIDTH - PAD}" '
+                     f'y2="{y + BLOCK_LANE_H - 2}" class="lane-line"/>')
+        row_free = float(label_w)  # where the row of labels above the blocks is free again
+        for b in sorted(lane.blocks, key=lambda b: b.start):
+            x0 = x(b.start)
+            w = max(x(b.end) - x0, 1.5)
+            fill = COLOURS.get(b.kind, COLOURS["backward"])
+            parts.append(f'<g class="block {b.kind}"><title>{escape(b.title)}</title>'
+                         f'<rect x="{x0:.1f}" y="{box_y}" width="{w:.1f}" height="{box_h}" '
+                         f'rx="2" fill="{fill}" stroke="#475569" stroke-width="0.5"/>')
+            text_w = len(b.label) * CHAR_W
+            if text_w + 4 <= w:
+                parts.append(_text(x0 + w / 2, box_y + box_h / 2 + 4, b.label, "block-label", "middle"))
+            elif x0 >= row_free and x0 + text_w <= WIDTH - PAD:
+                parts.append(_text(x0, y + 13, b.label, "block-label above"))
+                row_free = x0 + text_w + 4
+            parts.append("</g>")
+        parts.append("</g>")
+    axis_y = top + len(lanes) * BLOCK_LANE_H
+    parts.append(f'<line x1="{label_w}" y1="{axis_y}" x2="{WIDTH - PAD}" y2="{axis_y}" class="axis" '
+                 f'stroke="#9ca3af"/>')
+    for t in _ticks(t_max):
+        xx = x(t)
+        anchor = "end" if xx > WIDTH - PAD - 16 else "middle"
+        parts.append(f'<line x1="{xx:.1f}" y1="{axis_y}" x2="{xx:.1f}" y2="{axis_y + 4}" class="axis" '
+                     f'stroke="#9ca3af"/>')
+        parts.append(_text(xx, axis_y + 17, _fmt(t), "axis-label", anchor))
+    parts.append(_text(label_w, axis_y + 34, unit, "axis-label unit"))
     parts.append("</svg>")
     return Markup("".join(parts))

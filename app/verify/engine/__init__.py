@@ -48,7 +48,11 @@ __all__ = [
 # Part of every run's cache key: bump it whenever the harness or probes change
 # what a run measures or reports.
 # 4: an output flood is truncated and the run goes on (it used to stop the run).
-HARNESS_VERSION = "5"
+# 6: a malformed line on a rank's event channel makes that rank an error (it was dropped).
+# 7: collectives that reach c10d without torch.distributed's Python functions (functional
+#    collectives of DTensor/TP/FSDP2, *_single, ProcessGroup methods) are recorded.
+# 8: pipeline stages' forward and backward per micro-batch (stage_* events, `pipeline`).
+HARNESS_VERSION = "8"
 MIN_WORLD_SIZE = 1
 MAX_WORLD_SIZE = 8
 # Snippets are short programs; anything larger is a mistake.

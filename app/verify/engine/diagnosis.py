@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from app.verify.engine.events import MALFORMED_EVENT_TYPE
 from app.verify.engine.limits import Limits
 from app.verify.engine.result import BlockedIn, LimitName, Outcome, RankError, RankResult
 
@@ -124,6 +125,8 @@ def _op_from(event: dict[str, object]) -> _Op:
                   else "DDP gradient bucket ") + str(event.get("index", 0))
     elif event.get("source") == "torch" and event.get("caller"):
         detail = f"issued by torch's {event['caller']}"
+        if event.get("unit") is not None:
+            detail += f" for FSDP unit {event['unit']}"
     iteration = event.get("iteration")
     line = event.get("line")
     return _Op(op="all_reduce" if bucket else str(event.get("op", "?")),
@@ -134,6 +137,8 @@ def _op_from(event: dict[str, object]) -> _Op:
 
 
 def _classify_error(error: RankError, failed_op: _Op | None) -> str:
+    if error.type == MALFORMED_EVENT_TYPE:  # its message quotes the forger's own words
+        return "user"
     text = f"{error.type}: {error.message}"
     if _EXHAUSTED.search(text):
         return "exhausted"
@@ -166,6 +171,7 @@ def _stack_where(stack: str | None, code_lines: list[str] | None) -> tuple[int |
 def _story(rr: RankResult, facts: RunFacts, code_lines: list[str] | None) -> _Story:
     s = _Story(rank=rr.rank, exit_code=rr.exit_code, signal=rr.signal, error=rr.error)
     open_ops: dict[object, _Op] = {}
+    malformed_ms: float | None = None
     for e in rr.events:
         kind = e["kind"]
         t = float(e["t_ms"])
@@ -203,13 +209,19 @@ def _story(rr: RankResult, facts: RunFacts, code_lines: list[str] | None) -> _St
         elif kind == "exception":
             s.error_ms = t
             s.end_ms = t
+        elif kind == "malformed_event":
+            malformed_ms = t
         elif kind == "exit":
             s.exit_ms = t
             s.killed = bool(e.get("killed_by"))
             if s.end_ms is None:
                 s.end_ms = t
-    # Exit status 0 is a normal end even without snippet_end (the snippet called os._exit(0)).
-    s.finished = rr.exit_code == 0 and not s.killed
+    # Exit status 0 is a normal end even without snippet_end (the snippet called os._exit(0)),
+    # unless the runner found the rank's trace forged (a malformed event).
+    s.finished = rr.exit_code == 0 and not s.killed and rr.error is None
+    if rr.error is not None and rr.error.type == MALFORMED_EVENT_TYPE and malformed_ms is not None:
+        s.error_ms = malformed_ms
+        s.end_ms = s.end_ms if s.end_ms is not None else malformed_ms
     pending = list(open_ops.values())
     sync = [o for o in pending if not o.is_async and not o.bucket]
     buckets = [o for o in pending if o.bucket]

@@ -80,6 +80,32 @@ class BucketRecord(_Model):
     error: str | None = None
 
 
+BlockKind = Literal["forward", "backward", "backward_input", "backward_weight"]
+
+
+class PipelineBlock(_Model):
+    """One pipeline stage's forward or backward of one micro-batch, on one rank."""
+
+    stage: int
+    microbatch: int
+    kind: BlockKind = Field(description="backward_input / backward_weight: a schedule that splits "
+                                        "the backward (zero bubble) runs them apart.")
+    start_ms: float
+    end_ms: float | None = Field(None, description="Null if the block never finished.")
+    error: str | None = None
+
+
+class PipelineLane(_Model):
+    """One rank's pipeline work: its stage blocks and how much of their span it sat idle."""
+
+    rank: int
+    stages: list[int] = Field(description="The stage indices this rank ran, in order.")
+    blocks: list[PipelineBlock] = Field(description="In the order they started.")
+    span_ms: float = Field(description="From the start of the first block to the end of the last.")
+    busy_ms: float = Field(description="Time inside blocks (overlapping blocks counted once).")
+    bubble_fraction: float = Field(description="1 - busy_ms / span_ms: the idle share of the span.")
+
+
 class RunResult(_Model):
     version: int = RESULT_VERSION
     outcome: Outcome
@@ -93,6 +119,8 @@ class RunResult(_Model):
                                            description="The limits this run was held to.")
     ranks: list[RankResult] = Field(default_factory=list)
     buckets: list[BucketRecord] = Field(default_factory=list)
+    pipeline: list[PipelineLane] = Field(default_factory=list,
+                                         description="Per rank that ran pipeline stages.")
     leftover_processes: int = Field(0, description="Processes still alive after the ranks, killed.")
     timings: dict[str, float] = Field(default_factory=dict)
 

@@ -3,8 +3,9 @@
 The runner reads every rank's event pipe, stdout and stderr as they arrive, and
 the leader's reports of rank exits. It asks the leader to stop the run at the
 wall-clock deadline, and kills the run's whole process group itself if the
-leader does not finish. Nothing a rank sends is trusted: lines that are not
-well-formed events are dropped, and sizes are capped. A rank that floods its
+leader does not finish. Nothing a rank sends is trusted: every event line is checked
+against its schema (events.py), a line that fails makes that rank's result an
+error of the snippet, and sizes are capped. A rank that floods its
 output is not stopped: the first `output_bytes` of each stream are kept and the
 rest is read and thrown away, so the run ends however the snippet ends.
 """
@@ -25,9 +26,17 @@ from typing import Any
 
 from app.verify.engine.diagnosis import RunFacts, diagnose
 from app.verify.engine.errors import EngineFailure
+from app.verify.engine.events import MALFORMED_EVENT_TYPE, MalformedEvent, parse_event
 from app.verify.engine.limits import Limits
 from app.verify.engine.pool import Pool
-from app.verify.engine.result import BucketRecord, RankError, RankResult, RunResult
+from app.verify.engine.result import (
+    BucketRecord,
+    PipelineBlock,
+    PipelineLane,
+    RankError,
+    RankResult,
+    RunResult,
+)
 
 # The leader must report that the ranks exist within this long.
 START_WAIT_S = 15.0
@@ -84,6 +93,7 @@ class _Rank:
     events: list[dict[str, Any]] = field(default_factory=list)
     event_bytes: int = 0
     dropped: int = 0
+    malformed: int = 0
     partial: bytes = b""
     exit: dict[str, Any] | None = None
 
@@ -98,15 +108,13 @@ class _Rank:
                 self.dropped += 1
                 continue
             try:
-                event = json.loads(line)
-            except ValueError:
-                self.dropped += 1
-                continue
-            if (isinstance(event, dict) and isinstance(event.get("kind"), str)
-                    and isinstance(event.get("t"), int)):
-                self.events.append(event)
-            else:
-                self.dropped += 1
+                self.events.append(parse_event(line))
+            except MalformedEvent as exc:
+                # The harness writes only well-formed events: the snippet wrote this one.
+                self.malformed += 1
+                if self.malformed == 1:
+                    self.events.append({"kind": "malformed_event", "t": time.monotonic_ns(),
+                                        "detail": str(exc)})
 
 
 def run(pool: Pool, *, code: str, world_size: int, params: dict[str, Any], limits: Limits,
@@ -316,6 +324,7 @@ def _assemble(watch: _Watch, ranks: list[_Rank], *, t0: int, wall_ms: float, cod
         events: list[dict[str, Any]] = []
         values: dict[str, Any] = {}
         error: RankError | None = None
+        malformed: dict[str, Any] | None = None
         sent = 0
         for raw in r.events:
             kind = raw["kind"]
@@ -332,9 +341,17 @@ def _assemble(watch: _Watch, ranks: list[_Rank], *, t0: int, wall_ms: float, cod
                 setup_errors.append(f"rank {r.rank}: {event.get('type')}: {event.get('message')}")
             elif kind == "snippet_start":
                 any_started = True
+            elif kind == "malformed_event":
+                event["count"] = r.malformed
+                malformed = event
             if isinstance(event.get("sent_total"), int):
                 sent = max(sent, event["sent_total"])
             events.append(event)
+        if malformed is not None:
+            # Whatever else the rank did, its trace can no longer be believed.
+            more = f" ({r.malformed} malformed lines in all)" if r.malformed > 1 else ""
+            error = RankError(type=MALFORMED_EVENT_TYPE,
+                              message=f"the rank sent a malformed event: {malformed['detail']}{more}")
         if r.dropped:
             events.append({"t_ms": events[-1]["t_ms"] if events else 0.0, "kind": "events_dropped",
                            "count": r.dropped})
@@ -381,7 +398,8 @@ def _assemble(watch: _Watch, ranks: list[_Rank], *, t0: int, wall_ms: float, cod
         outcome=diagnosis.outcome, diagnosis=diagnosis.text, limit=diagnosis.limit,
         world_size=world_size, params=params, torch_version=torch_version,
         harness_version=harness_version, limits=limits.as_dict(), ranks=results,
-        buckets=bucket_records(results), leftover_processes=leftovers, timings=timings,
+        buckets=bucket_records(results), pipeline=pipeline_lanes(results),
+        leftover_processes=leftovers, timings=timings,
     )
 
 
@@ -414,3 +432,42 @@ def bucket_records(ranks: list[RankResult]) -> list[BucketRecord]:
                 error=end.get("error") if end else None,
             ))
     return records
+
+
+def pipeline_lanes(ranks: list[RankResult]) -> list[PipelineLane]:
+    """Per rank that ran pipeline stages: its blocks, and the idle share of their span."""
+    lanes: list[PipelineLane] = []
+    for rr in ranks:
+        ends = {e["seq"]: e for e in rr.events if e["kind"] in ("stage_forward_end", "stage_backward_end")}
+        blocks = []
+        for e in rr.events:
+            if e["kind"] not in ("stage_forward_start", "stage_backward_start"):
+                continue
+            end = ends.get(e["seq"])
+            part = e.get("part")
+            kind = "forward" if e["kind"] == "stage_forward_start" else (
+                "backward" if part in (None, "full") else f"backward_{part}")
+            blocks.append(PipelineBlock(
+                stage=e["stage"], microbatch=e["microbatch"], kind=kind, start_ms=e["t_ms"],
+                end_ms=end["t_ms"] if end is not None else None,
+                error=end.get("error") if end is not None else None))
+        if not blocks:
+            continue
+        done = sorted((b.start_ms, b.end_ms) for b in blocks if b.end_ms is not None)
+        busy = 0.0
+        reach = None
+        for start, stop in done:  # the union of the blocks, so nested ones count once
+            if reach is None or start > reach:
+                busy += stop - start
+                reach = stop
+            elif stop > reach:
+                busy += stop - reach
+                reach = stop
+        first = min(b.start_ms for b in blocks)
+        last = max((b.end_ms for b in blocks if b.end_ms is not None), default=first)
+        span = max(0.0, last - first)
+        lanes.append(PipelineLane(
+            rank=rr.rank, stages=sorted({b.stage for b in blocks}), blocks=blocks,
+            span_ms=round(span, 3), busy_ms=round(busy, 3),
+            bubble_fraction=round(1 - busy / span, 4) if span > 0 else 0.0))
+    return lanes
