@@ -38,14 +38,17 @@ sys.path.insert(0, str(REPO))
 from fsrs import Card, Rating  # noqa: E402
 from sqlalchemy import create_engine, insert, select, text  # noqa: E402
 
+from app.accounts.models import Learner  # noqa: E402
 from app.db import make_engine, make_sessionmaker  # noqa: E402
 from app.identity import LEARNER_COOKIE, signed_learner  # noqa: E402
 from app.migrate import upgrade  # noqa: E402
-from app.practice.models import Attempt, Learner, LearnerGoal, ReviewCard  # noqa: E402
-from app.practice.review import SCHEDULER  # noqa: E402
+from app.progress.models import LearnerGoal  # noqa: E402
 from app.questions.bank import load_bank  # noqa: E402
 from app.questions.models import Question  # noqa: E402
 from app.questions.service import import_bank  # noqa: E402
+from app.quizzes.models import Attempt  # noqa: E402
+from app.review.models import ReviewCard  # noqa: E402
+from app.review.service import SCHEDULER  # noqa: E402
 
 TOPICS = 6
 QUESTIONS = 300

@@ -16,10 +16,10 @@ from sqlalchemy import select
 
 from app.db import make_engine, make_sessionmaker, session_scope
 from app.identity import LEARNER_COOKIE, signed_learner
-from app.practice import service
-from app.practice.grading import correct_answer
 from app.questions.models import Question
 from app.questions.service import revision_doc
+from app.quizzes import service
+from app.quizzes.grading import correct_answer
 from tests.browser.conftest import REAL_BANK, serve, settings_for
 
 OUT = Path(__file__).resolve().parent.parent / "docs" / "screenshots"
