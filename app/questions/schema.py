@@ -8,6 +8,7 @@ exporter writes them back, so a round trip changes nothing.
 from __future__ import annotations
 
 import itertools
+import json
 import math
 import re
 import string
@@ -25,7 +26,9 @@ from pydantic import (
     model_validator,
 )
 
-from app.questions import variants
+# app.questions.variants (templates, Jinja2's sandbox) is imported inside the functions that
+# handle a question with variables: Jinja2 loads then and only then, so workers and
+# `bank verify` over plain questions start without it.
 
 SLUG_RE = r"^[a-z0-9]+(?:-[a-z0-9]+)*$"
 # Knob names become snippet `params` keys and CLI `--param` names.
@@ -59,9 +62,30 @@ KnobValue = bool | int | float | str | list[Any]
 TemplatedValue = Annotated[str, Field(pattern=r"^\s*\{\{[\s\S]*\}\}\s*$")]
 # What an omitted `equals` of an is_answer value check stands for: the variant's formula value.
 FROM_FORMULA = "(the formula's value)"
+# Fields of the checks that may hold a "{{ expression }}" in a question with variables.
+TEMPLATED_CHECK_FIELDS = {"value": ("equals",), "collectives": ("count", "at_least", "at_most"),
+                          "bytes": ("equals", "at_most", "at_least")}
 # Names of the question's variables while its document is validated, so that its verify
 # block accepts `when` conditions on them (QuestionDoc._with_variables sets it).
 _VARIABLE_NAMES: ContextVar[frozenset[str]] = ContextVar("variable_names", default=frozenset())
+
+
+def show_value(value: Any) -> str:
+    """A variable's value as a variant's name shows it: strings bare, the rest as JSON."""
+    return value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
+
+
+def describe_variant(index: int, params: dict[str, Any]) -> str:
+    """`variant 2 (world_size=4, tensor_mb=800)`: how every message names a variant."""
+    inner = ", ".join(f"{k}={show_value(v)}" for k, v in params.items())
+    return f"variant {index} ({inner})" if inner else f"variant {index}"
+
+
+def same_value(a: Any, b: Any) -> bool:
+    """Equal as allowed values are: True is not 1, 2.0 is 2."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    return bool(a == b)
 
 
 class FieldError(ValueError):
@@ -638,6 +662,8 @@ class QuestionDoc(Strict):
         if not self.variables:
             self._no_templates()
             return self
+        from app.questions import variants
+
         if self.is_exercise:
             raise FieldError("variables", "an exercise has no variables (use knobs)")
         self._check_names()
@@ -669,10 +695,10 @@ class QuestionDoc(Strict):
                 rendered = self._render(params)
                 _distinct_choices(rendered)
             except variants.TemplateProblem as exc:
-                raise FieldError(exc.loc, f"{variants.describe(i, params)}: {exc}") from None
+                raise FieldError(exc.loc, f"{describe_variant(i, params)}: {exc}") from None
             except ValidationError as exc:
                 loc, message = _first_error(exc)
-                raise FieldError(loc, f"{variants.describe(i, params)}: {message}") from None
+                raise FieldError(loc, f"{describe_variant(i, params)}: {message}") from None
         return self
 
     def _no_templates(self) -> None:
@@ -690,7 +716,7 @@ class QuestionDoc(Strict):
         for i, exp in enumerate(self.verify.expect if self.verify else []):
             if exp.value is not None and exp.value.equals == FROM_FORMULA:
                 raise FieldError(("verify", "expect", i, "value", "equals"), "Field required")
-            for check, fields in variants.CHECK_VALUE_FIELDS.items():
+            for check, fields in TEMPLATED_CHECK_FIELDS.items():
                 body = getattr(exp, check)
                 for name in fields if check != "value" and body is not None else ():
                     if isinstance(getattr(body, name), str):
@@ -698,6 +724,8 @@ class QuestionDoc(Strict):
                                          "a templated value needs variables; write a number")
 
     def _check_names(self) -> None:
+        from app.questions import variants
+
         taken: set[str] = set()
         for field_name, names in (("variables", list(self.variables)), ("compute", list(self.compute))):
             for name in names:
@@ -726,10 +754,10 @@ class QuestionDoc(Strict):
                 raise FieldError(("variants", "pick", i), "each pick assigns every variable, "
                                                           f"{', '.join(self.variables)}")
             for name, value in pick.items():
-                if not any(variants.same_value(value, v) for v in self.variables[name]):
+                if not any(same_value(value, v) for v in self.variables[name]):
                     raise FieldError(("variants", "pick", i, name),
                                      f"{value!r} is not an allowed value of variable {name!r}")
-            if any(all(variants.same_value(pick[n], other[n]) for n in pick) for other in picks[:i]):
+            if any(all(same_value(pick[n], other[n]) for n in pick) for other in picks[:i]):
                 raise FieldError(("variants", "pick", i), "the same variant is picked twice")
 
     def _check_audit(self, found: list[dict[str, KnobValue]]) -> None:
@@ -743,11 +771,11 @@ class QuestionDoc(Strict):
         for i, exp in enumerate(self.verify.expect):
             conditions = {k: v for k, v in exp.when.items() if k in self.variables}
             for name, value in conditions.items():
-                if not any(variants.same_value(value, v) for v in self.variables[name]):
+                if not any(same_value(value, v) for v in self.variables[name]):
                     raise FieldError(("verify", "expect", i, "when", name),
                                      f"expect[{i}].when: {value!r} is not an allowed value of "
                                      f"variable {name!r}")
-            if not any(all(variants.same_value(p[k], v) for k, v in conditions.items()) for p in found):
+            if not any(all(same_value(p[k], v) for k, v in conditions.items()) for p in found):
                 raise FieldError(("verify", "expect", i, "when"), f"expect[{i}] applies to no variant")
             if exp.value is not None and exp.value.equals == FROM_FORMULA and not (
                     exp.is_answer and self.answer is not None and self.answer.formula is not None):
@@ -775,11 +803,15 @@ class QuestionDoc(Strict):
     def _assignments(self) -> list[dict[str, KnobValue]]:
         if not self.variables:
             return [{}]
+        from app.questions import variants
+
         block = self.variants
         return variants.assignments(self.variables, block.exclude if block else None,
                                     block.pick if block else None)
 
     def _render(self, params: dict[str, KnobValue]) -> QuestionDoc:
+        from app.questions import variants
+
         values = variants.values_of(params, self.compute)
         data = variants.render_data(self._data(), values)
         for name in ("variables", "variants", "compute"):
@@ -862,6 +894,8 @@ class QuestionDoc(Strict):
 def _distinct_choices(doc: QuestionDoc) -> None:
     """Refuse two choices that render to the same text: a distractor that coincides with the
     key (or another distractor) for some parameters is wrong for that variant."""
+    from app.questions import variants
+
     groups: list[tuple[tuple[str | int, ...], list[Choice]]] = [(("choices",), doc.choices)]
     groups += [(("parts", j, "choices"), p.choices) for j, p in enumerate(doc.parts)]
     for loc, choices in groups:
@@ -913,7 +947,7 @@ class TopicDoc(Strict):
 
 def _in_variant(exp: Expectation, verify: VerifyBlock) -> bool:
     """False when the check's `when` names a variable whose value this variant does not have."""
-    return all(variants.same_value(verify.params[k], v) for k, v in exp.when.items()
+    return all(same_value(verify.params[k], v) for k, v in exp.when.items()
                if k in verify.params and k not in verify.knobs)
 
 
@@ -946,7 +980,7 @@ def key_binding_problems(doc: QuestionDoc) -> list[FieldError]:
             for p in key_binding_problems(doc.render(i)):
                 if (p.loc, str(p)) not in seen:
                     seen.add((p.loc, str(p)))
-                    found.append(FieldError(p.loc, f"{variants.describe(i, doc.variant_params(i))}: {p}"))
+                    found.append(FieldError(p.loc, f"{describe_variant(i, doc.variant_params(i))}: {p}"))
         return found
     problems: list[FieldError] = []
     verify = doc.verify

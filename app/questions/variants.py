@@ -35,6 +35,8 @@ from jinja2.environment import Template
 from jinja2.parser import Parser
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
+from app.questions.schema import TEMPLATED_CHECK_FIELDS, describe_variant, same_value
+
 Loc = tuple[str | int, ...]
 
 # Integers beyond 64 bits are never a quantity in a question, and bounding them keeps
@@ -564,24 +566,6 @@ def evaluate(source: str, values: dict[str, Any]) -> Any:
 
 # ------------------------------------------------------------------ variants
 
-def show(value: Any) -> str:
-    """A variable's value as a variant's name shows it: strings bare, the rest as JSON."""
-    return value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
-
-
-def describe(index: int, params: dict[str, Any]) -> str:
-    """`variant 2 (world_size=4, tensor_mb=800)`: how every message names a variant."""
-    inner = ", ".join(f"{k}={show(v)}" for k, v in params.items())
-    return f"variant {index} ({inner})" if inner else f"variant {index}"
-
-
-def same_value(a: Any, b: Any) -> bool:
-    """Equal as allowed values are: True is not 1, 2.0 is 2."""
-    if isinstance(a, bool) or isinstance(b, bool):
-        return type(a) is type(b) and a == b
-    return bool(a == b)
-
-
 # Combinations beyond this are not enumerated to apply `exclude`: such a question must
 # `pick` its variants (there may be at most MAX_VARIANTS of them anyway).
 MAX_COMBINATIONS = 1024
@@ -604,7 +588,7 @@ def _assignments(variables: dict[str, list[Any]], exclude: str | None,
             try:
                 dropped = evaluate(exclude, params)
             except TemplateProblem as exc:
-                raise TemplateProblem(f"{describe(len(out), params)}: {exc}",
+                raise TemplateProblem(f"{describe_variant(len(out), params)}: {exc}",
                                       ("variants", "exclude")) from None
             if not isinstance(dropped, bool):
                 raise TemplateProblem(f"exclude must be true or false, got {dropped!r}",
@@ -687,11 +671,6 @@ def _choice_sites(part: dict[str, Any], loc: Loc) -> Iterator[Site]:
         yield from _text_sites(explained, (*loc, "explained"), tuple(explained))
 
 
-# Fields of the checks that may hold a "{{ expression }}" in a question with variables.
-CHECK_VALUE_FIELDS = {"value": ("equals",), "collectives": ("count", "at_least", "at_most"),
-                      "bytes": ("equals", "at_most", "at_least")}
-
-
 def sites(data: dict[str, Any]) -> Iterator[Site]:
     """Every template in a question's JSON form (docs/question-format.md lists them)."""
     yield from _text_sites(data, (), ("prompt", "explanation", "model_answer"))
@@ -719,7 +698,7 @@ def sites(data: dict[str, Any]) -> Iterator[Site]:
         if not isinstance(exp, dict):
             continue
         yield from _text_sites(exp, ("verify", "expect", i), ("label",))
-        for check, fields in CHECK_VALUE_FIELDS.items():
+        for check, fields in TEMPLATED_CHECK_FIELDS.items():
             body = exp.get(check)
             if not isinstance(body, dict):
                 continue
