@@ -978,9 +978,11 @@ def key_binding_problems(doc: QuestionDoc) -> list[FieldError]:
         found: list[FieldError] = []
         for i in range(doc.variant_count):
             for p in key_binding_problems(doc.render(i)):
-                if (p.loc, str(p)) not in seen:
-                    seen.add((p.loc, str(p)))
-                    found.append(FieldError(p.loc, f"{describe_variant(i, doc.variant_params(i))}: {p}"))
+                # The rendered key's value is the template's formula.
+                loc = ("answer", "formula") if p.loc == ("answer", "value") else p.loc
+                if (loc, str(p)) not in seen:
+                    seen.add((loc, str(p)))
+                    found.append(FieldError(loc, f"{describe_variant(i, doc.variant_params(i))}: {p}"))
         return found
     problems: list[FieldError] = []
     verify = doc.verify

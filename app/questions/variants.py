@@ -108,7 +108,7 @@ def bounded(value: Any) -> Any:
         return value
     if isinstance(value, int):
         if value.bit_length() > MAX_INT_BITS:
-            raise TemplateProblem(f"a whole number beyond 2**{MAX_INT_BITS} (integers are capped)")
+            raise TemplateProblem(f"a whole number of 2**{MAX_INT_BITS} or more (integers are capped)")
         return value
     if isinstance(value, float):
         if not math.isfinite(value):
@@ -141,7 +141,7 @@ def _pow(left: Any, right: Any) -> Any:
     # The result has about right × log2|left| bits: refuse before computing it.
     if (isinstance(left, int) and isinstance(right, int) and right > 0 and abs(left) > 1
             and right * (abs(left).bit_length() - 1) > MAX_INT_BITS):
-        raise TemplateProblem(f"{left} ** {right} is beyond 2**{MAX_INT_BITS} (integers are capped)")
+        raise TemplateProblem(f"{left} ** {right} is 2**{MAX_INT_BITS} or more (integers are capped)")
     try:
         return left ** right
     except OverflowError:
@@ -420,13 +420,15 @@ def _check_tree(tree: nodes.Node) -> frozenset[str]:
     if any(isinstance(n, nodes.Stmt) and not isinstance(n, nodes.Output) for n in found):
         raise TemplateProblem("statements ({% ... %}) are not allowed in question templates; "
                               "only {% raw %}...{% endraw %} to quote braces")
+    # Then a reach for Python's internals, the usual first step of an escape.
+    private = next((n for n in found if isinstance(n, nodes.Getattr) and n.attr.startswith("_")), None)
+    if private is not None:
+        raise TemplateProblem(f"attribute access (.{private.attr}) is not allowed")
     callees = {id(n.node) for n in found if isinstance(n, nodes.Call)}
     names: set[str] = set()
     for node in found:
         if not isinstance(node, _ALLOWED_NODES):
             raise TemplateProblem(f"{type(node).__name__} is not allowed in question templates")
-        if isinstance(node, nodes.Getattr) and node.attr.startswith("_"):
-            raise TemplateProblem(f"attribute access (.{node.attr}) is not allowed")
         if isinstance(node, nodes.Call | nodes.Filter | nodes.Test) and (
                 node.dyn_args is not None or node.dyn_kwargs is not None):
             raise TemplateProblem("*args and **kwargs are not allowed")

@@ -220,9 +220,10 @@ def _bytes(label: str, b: BytesCheck, result: RunResult) -> CheckResult:
     what = f"bytes sent ÷ rank {b.ratio_to.rank}'s" if b.ratio_to is not None else "bytes sent"
     how = {"equals": "=", "at_most": "≤", "at_least": "≥"}[bound]
     tol = f" (±{b.tol:.0%})" if bound == "equals" else ""
+    shown = f"{want:g}" if b.ratio_to is not None else f"{want:,.0f}"
     measured_text = "; ".join(f"rank {k}: {_short(m)}" for k, (m, _) in sorted(per_rank.items()))
     return CheckResult(label, bool(per_rank) and all(ok for _, ok in per_rank.values()),
-                       f"{what} {how} {want:g}{tol} on {_who(b.rank)}", measured_text or "no ranks",
+                       f"{what} {how} {shown}{tol} on {_who(b.rank)}", measured_text or "no ranks",
                        per_rank)
 
 
