@@ -705,9 +705,11 @@ def sites(data: dict[str, Any]) -> Iterator[Site]:
             if not isinstance(body, dict):
                 continue
             for name in fields:
-                expr = whole_expression(body.get(name))
-                if expr is not None:
-                    yield Site(("verify", "expect", i, check, name), VALUE, expr)
+                value = body.get(name)
+                if isinstance(value, str) and is_template(value):
+                    # Not one whole expression: check_sources refuses it by its loc.
+                    yield Site(("verify", "expect", i, check, name), VALUE,
+                               whole_expression(value) or value)
 
 
 def _compiled(site: Site) -> Compiled | None:
@@ -743,6 +745,10 @@ def check_sources(data: dict[str, Any]) -> list[TemplateProblem]:
     if isinstance(variants, dict) and isinstance(variants.get("exclude"), str):
         check(("variants", "exclude"), set(variables), partial(compile_expression, variants["exclude"]))
     for site in sites(data):
+        if site.kind == VALUE and whole_expression(site.source) is None and is_template(site.source):
+            problems.append(TemplateProblem("a templated check value is exactly one "
+                                            "{{ expression }}, with nothing around it", site.loc))
+            continue
         check(site.loc, known, partial(_compiled, site))
     return problems
 

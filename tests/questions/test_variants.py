@@ -575,3 +575,16 @@ def test_reordering_variables_or_compute_changes_the_content_hash() -> None:
     assert content_hash(swapped) != content_hash(doc)  # ...but the variants are numbered differently
     assert swapped.variant_params(1) == {"tensor_mb": 200, "world_size": 4}
     assert doc.variant_params(1) == {"world_size": 2, "tensor_mb": 800}
+
+
+@pytest.mark.parametrize(("check_", "field"), [("value", "equals"), ("collectives", "count"),
+                                               ("bytes", "at_most")])
+def test_a_templated_check_value_is_one_whole_expression(tmp_path: Path, check_: str, field: str) -> None:
+    body: dict[str, Any] = {"value": {"name": "x"}, "collectives": {"op": "all_reduce"}, "bytes": {}}[check_]
+    body[field] = "{{ world_size }} and {{ tensor_mb }}"
+    data = with_(COMPUTED, verify={"snippet": "s.py", "expect": [
+        {"label": "key", "is_answer": True, "value": {"name": "k", "tol": 0.01}},
+        {"label": "m", check_: body}]})
+    error = one_error(tmp_path, data, "report('x', 1)\n")
+    assert error.field == f"verify.expect[1].{check_}.{field}"
+    assert "exactly one {{ expression }}" in error.message
