@@ -588,3 +588,19 @@ def test_a_templated_check_value_is_one_whole_expression(tmp_path: Path, check_:
     error = one_error(tmp_path, data, "report('x', 1)\n")
     assert error.field == f"verify.expect[1].{check_}.{field}"
     assert "exactly one {{ expression }}" in error.message
+
+
+def test_bank_check_prints_the_file_line_and_field_of_a_refused_template(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from app.cli import app
+
+    check(tmp_path, with_(COMPUTED, prompt="{{ cycler.__init__.__globals__ }}"))
+    result = CliRunner().invoke(app, ["bank", "check", str(tmp_path / "bank")])
+    assert result.exit_code == 1
+    line = next(i for i, t in enumerate((tmp_path / "bank" / "t" / "q.yaml").read_text().splitlines(), 1)
+                if t.startswith("prompt:"))
+    assert (f"t/q.yaml:{line} [prompt]: attribute access (.__globals__) is not allowed"
+            in " ".join(result.stderr.split()))
+    ok = CliRunner().invoke(app, ["bank", "check", str(VARIANT_BANK)])
+    assert ok.exit_code == 0 and "4 questions in 3 topics: all valid" in ok.stdout
