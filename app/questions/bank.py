@@ -53,7 +53,11 @@ class Bank:
 
 def content_hash(doc: QuestionDoc) -> str:
     """A hash of everything a learner or the verifier sees; equal hashes mean no change."""
-    payload = {"doc": doc_to_data(doc), "snippet": doc.snippet_text}
+    payload: dict[str, Any] = {"doc": doc_to_data(doc), "snippet": doc.snippet_text}
+    if doc.variables:
+        # Sorted keys would hide a reordering, yet the order of the variables numbers the
+        # variants and the order of compute is the order it is evaluated in.
+        payload["order"] = [list(doc.variables), list(doc.compute)]
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
 

@@ -32,6 +32,13 @@ MIN_QUESTIONS_FOR_SHARE_RULES = 12
 NEAR_DUPLICATE_JACCARD = 0.5
 # Prompts with fewer word pairs than this are too short to compare fairly.
 MIN_PROMPT_PAIRS = 8
+# A key that alone qualifies its claim ("usually", "can") is picked by test-taking habit:
+# real behaviour is hedged, so the hedged choice looks like the careful one. Whole words,
+# any case; docs/question-format.md, "Fairness".
+HEDGE_WORDS = ("usually", "typically", "generally", "often", "may", "might", "can", "could",
+               "sometimes", "tends", "likely", "mostly", "in most cases", "depends")
+_HEDGE = re.compile(r"(?<![\w'’])(?:" + "|".join(w.replace(" ", r"\s+") for w in HEDGE_WORDS)
+                    + r")(?![\w'’])", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -100,6 +107,35 @@ def all_but_one_correct(doc: QuestionDoc) -> bool:
     return wrong <= 1
 
 
+def hedges(text: str) -> list[str]:
+    """The hedge words in a text, lower-cased, in order (a word joined by an apostrophe, such
+    as can't, is another word)."""
+    return [" ".join(m.group(0).lower().split()) for m in _HEDGE.finditer(text)]
+
+
+def hedged_keys(doc: QuestionDoc) -> list[str]:
+    """Where a single-answer key is the only choice that hedges: "choice b ('usually')" for
+    the question, "parts[1] choice c (...)" for a case part; every variant is looked at."""
+    found: list[str] = []
+    for i in range(doc.variant_count):
+        variant = doc.render(i)
+        groups: list[tuple[str, QuestionDoc]] = []
+        if variant.is_case:
+            groups = [(f"parts[{j}] ", variant.part(j)) for j in range(len(variant.parts))]
+        elif not (variant.is_exercise or variant.is_talk):
+            groups = [("", variant)]
+        for where, q in groups:
+            if q.effective_format != "single":
+                continue
+            words = {c.key: hedges(c.text) for c in q.choices}
+            key = q.correct_keys[0]
+            if words[key] and not any(words[k] for k in words if k != key):
+                text = f"{where}choice {key} ({', '.join(map(repr, dict.fromkeys(words[key])))})"
+                if text not in found:
+                    found.append(text)
+    return found
+
+
 def prompt_pairs(text: str) -> set[tuple[str, str]]:
     """The prompt's adjacent word pairs, lower-cased, so markup and spacing do not hide a copy."""
     words = re.findall(r"[a-z0-9_.]+", text.lower())
@@ -128,8 +164,15 @@ def near_duplicates(docs: list[QuestionDoc]) -> list[tuple[QuestionDoc, Question
 def check_fairness(docs: list[QuestionDoc]) -> FairnessReport:
     """Per-question warnings and bank-wide errors about giveaways in choices and prompts."""
     report = FairnessReport()
-    # An exercise has no choices to give away: it is answered by running code.
-    docs = [d for d in docs if not d.is_exercise]
+    for doc in docs:
+        for where in hedged_keys(doc):
+            report.errors.append(Finding(
+                "hedged-key", f"{where}, the key, is the only choice that hedges; state it plainly "
+                              "or hedge a distractor as well", question_file(doc)))
+    # An exercise has no choices to give away: it is answered by running code; a case's
+    # parts and a talk-through's rubric are not counted in the bank-wide shares. A question
+    # with variants is counted once, as its first variant reads.
+    docs = [d.render(0) for d in docs if not (d.is_exercise or d.is_case or d.is_talk)]
     singles = [d for d in docs if d.effective_format == "single"]
     report.single_count = len(singles)
     positions: Counter[str] = Counter()

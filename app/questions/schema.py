@@ -8,11 +8,27 @@ exporter writes them back, so a round trip changes nothing.
 from __future__ import annotations
 
 import itertools
+import json
+import math
 import re
 import string
+from collections.abc import Iterator
+from contextvars import ContextVar
 from typing import Annotated, Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ModelWrapValidatorHandler,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+# app.questions.variants (templates, Jinja2's sandbox) is imported inside the functions that
+# handle a question with variables: Jinja2 loads then and only then, so workers and
+# `bank verify` over plain questions start without it.
 
 SLUG_RE = r"^[a-z0-9]+(?:-[a-z0-9]+)*$"
 # Knob names become snippet `params` keys and CLI `--param` names.
@@ -24,13 +40,52 @@ MAX_AUDIT_ALL_COMBINATIONS = 16
 MAX_HINTS = 3
 SNIPPET_FILE_RE = r"^[A-Za-z0-9_.-]+\.py$"
 
-QuestionType = Literal["single", "multi", "numeric", "trace", "exercise"]
+# A question has at most this many variants: each is audited, and a learner meets a few.
+MAX_VARIANTS = 8
+# The runs `bank verify` and the publish gate make for one question: its variants times
+# its audited knob combinations.
+MAX_AUDIT_RUNS = 32
+# A case has this many parts; a talk-through's rubric this many moves.
+MIN_CASE_PARTS, MAX_CASE_PARTS = 2, 6
+MIN_RUBRIC, MAX_RUBRIC = 3, 10
+
+QuestionType = Literal["single", "multi", "numeric", "trace", "exercise", "case", "talk"]
 QUESTION_TYPES: tuple[str, ...] = get_args(QuestionType)
-# What a quiz can hold: an exercise is answered by running code on its own page.
-QUIZ_TYPES: tuple[str, ...] = tuple(t for t in QUESTION_TYPES if t != "exercise")
+# What a quiz can hold today: an exercise is answered by running code on its own page,
+# and cases and talk-throughs wait for pages of their own (app.quizzes.grading grades them).
+QUIZ_TYPES: tuple[str, ...] = ("single", "multi", "numeric", "trace")
 AnswerFormat = Literal["single", "multi", "numeric"]
+PartType = Literal["single", "multi", "numeric"]
 # A knob value is JSON: a scalar, or a (nested) list such as per-rank batch sizes.
 KnobValue = bool | int | float | str | list[Any]
+# A value that is one "{{ expression }}", evaluated per variant (questions with variables).
+TemplatedValue = Annotated[str, Field(pattern=r"^\s*\{\{[\s\S]*\}\}\s*$")]
+# What an omitted `equals` of an is_answer value check stands for: the variant's formula value.
+FROM_FORMULA = "(the formula's value)"
+# Fields of the checks that may hold a "{{ expression }}" in a question with variables.
+TEMPLATED_CHECK_FIELDS = {"value": ("equals",), "collectives": ("count", "at_least", "at_most"),
+                          "bytes": ("equals", "at_most", "at_least")}
+# Names of the question's variables while its document is validated, so that its verify
+# block accepts `when` conditions on them (QuestionDoc._with_variables sets it).
+_VARIABLE_NAMES: ContextVar[frozenset[str]] = ContextVar("variable_names", default=frozenset())
+
+
+def show_value(value: Any) -> str:
+    """A variable's value as a variant's name shows it: strings bare, the rest as JSON."""
+    return value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
+
+
+def describe_variant(index: int, params: dict[str, Any]) -> str:
+    """`variant 2 (world_size=4, tensor_mb=800)`: how every message names a variant."""
+    inner = ", ".join(f"{k}={show_value(v)}" for k, v in params.items())
+    return f"variant {index} ({inner})" if inner else f"variant {index}"
+
+
+def same_value(a: Any, b: Any) -> bool:
+    """Equal as allowed values are: True is not 1, 2.0 is 2."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    return bool(a == b)
 
 
 class FieldError(ValueError):
@@ -53,16 +108,39 @@ class Choice(Strict):
     key: str = Field(default="", pattern=r"^[a-z]?$")
     text: str = Field(min_length=1)
     correct: bool = False
+    # Questions with variables only: an expression that says, per variant, whether this
+    # choice is right (rendering turns it into `correct`).
+    correct_when: str | None = Field(default=None, min_length=1)
+
+    @model_validator(mode="after")
+    def _one_key_rule(self) -> Choice:
+        if self.correct and self.correct_when is not None:
+            raise FieldError("correct_when", "a choice has correct or correct_when, not both")
+        return self
 
 
 class NumericAnswer(Strict):
-    value: float
+    """The key of a numeric question: a typed `value`, or (with variables) a `formula` that
+    each variant's rendering evaluates into its `value`."""
+
+    value: float | None = None
+    formula: str | None = Field(default=None, min_length=1)
     unit: str = ""
     abs_tol: float = Field(default=0.0, ge=0)
     rel_tol: float = Field(default=0.0, ge=0)
 
+    @model_validator(mode="after")
+    def _value_or_formula(self) -> NumericAnswer:
+        if (self.value is None) == (self.formula is None):
+            raise ValueError("a numeric answer needs exactly one of value (a number) or formula "
+                             "(an expression, in a question with variables)")
+        if self.value is not None and not math.isfinite(self.value):
+            raise FieldError("value", "the key must be a finite number")
+        return self
+
     def accepts(self, x: float) -> bool:
         """True when x lies within the absolute or relative tolerance of the value."""
+        assert self.value is not None, "render the variant first: a formula has no value"
         diff = abs(x - self.value)
         return diff <= self.abs_tol or diff <= self.rel_tol * abs(self.value) or diff == 0
 
@@ -151,8 +229,56 @@ class Knob(Strict):
 class ValueCheck(Strict):
     name: str
     rank: int | Literal["all"] = "all"
-    equals: Any
+    # Omitted only on an is_answer check of a question with answer.formula: it then
+    # stands for the variant's formula value (QuestionDoc checks who omits it).
+    equals: Any = FROM_FORMULA
     tol: float = Field(default=1e-6, ge=0)
+
+
+class CollectivesCheck(Strict):
+    """How many times a rank entered one torch.distributed collective (collective_start events)."""
+
+    rank: int | Literal["all"] = 0
+    op: str = Field(min_length=1)
+    count: Annotated[int, Field(ge=0)] | TemplatedValue | None = None
+    at_least: Annotated[int, Field(ge=0)] | TemplatedValue | None = None
+    at_most: Annotated[int, Field(ge=0)] | TemplatedValue | None = None
+    iteration: int | None = None
+    source: Literal["snippet", "torch", "any"] = "any"
+
+    @model_validator(mode="after")
+    def _one_bound(self) -> CollectivesCheck:
+        given = [n for n in ("count", "at_least", "at_most") if getattr(self, n) is not None]
+        if len(given) != 1:
+            raise ValueError(f"a collectives check needs exactly one of count, at_least, at_most; "
+                             f"got {given or 'none'}")
+        return self
+
+
+class RatioTo(Strict):
+    rank: int = Field(ge=0)
+
+
+class BytesCheck(Strict):
+    """What a rank sent on gloo's sockets (bytes_sent), or its ratio to another rank's."""
+
+    rank: int | Literal["all"] = 0
+    equals: float | TemplatedValue | None = None
+    # Relative: bytes on the wire carry a few headers beyond the payload.
+    tol: float = Field(default=0.05, ge=0)
+    at_most: float | TemplatedValue | None = None
+    at_least: float | TemplatedValue | None = None
+    ratio_to: RatioTo | None = None
+
+    @model_validator(mode="after")
+    def _one_bound(self) -> BytesCheck:
+        given = [n for n in ("equals", "at_most", "at_least") if getattr(self, n) is not None]
+        if len(given) != 1:
+            raise ValueError(f"a bytes check needs exactly one of equals, at_most, at_least; "
+                             f"got {given or 'none'}")
+        if self.ratio_to is not None and self.equals is None:
+            raise FieldError("ratio_to", "ratio_to compares with equals (and tol)")
+        return self
 
 
 class BlockedCheck(Strict):
@@ -219,11 +345,13 @@ class Expectation(Strict):
     bucket_count: BucketCountCheck | None = None
     bucket_order: BucketOrderCheck | None = None
     bucket_overlap: BucketOverlapCheck | None = None
+    collectives: CollectivesCheck | None = None
+    bytes: BytesCheck | None = None
 
     @model_validator(mode="after")
     def _exactly_one(self) -> Expectation:
         names = ("value", "outcome", "blocked", "error", "bucket_count", "bucket_order",
-                 "bucket_overlap")
+                 "bucket_overlap", "collectives", "bytes")
         set_ = [n for n in names if getattr(self, n) is not None]
         if len(set_) != 1:
             raise ValueError(f"an expectation needs exactly one of {', '.join(names)}; got {set_ or 'none'}")
@@ -238,6 +366,9 @@ class VerifyBlock(Strict):
     # "all", or a list of knob assignments to audit (missing knobs take defaults).
     audit: Literal["all", "default"] | list[dict[str, KnobValue]] = "default"
     expect: list[Expectation] = Field(min_length=1)
+    # Params every run gets besides its knobs: a variant's variables, which rendering
+    # writes here (authors write `variables`, QuestionDoc.render fills this).
+    params: dict[str, KnobValue] = {}
 
     @field_validator("knobs")
     @classmethod
@@ -255,16 +386,25 @@ class VerifyBlock(Strict):
                 f"audit: all would run {self.combination_count()} combinations; "
                 f"list at most {MAX_AUDIT_ALL_COMBINATIONS} explicitly"
             )
+        for name in self.params:
+            if name in self.knobs:
+                raise FieldError(("params", name), f"{name!r} is both a knob and a fixed param")
         assignments = self.audit if isinstance(self.audit, list) else []
         for i, combo in enumerate(assignments):
             self._check_assignment(combo, f"audit[{i}]", ("audit", i))
+        # `when` may also name the question's variables (or, once rendered, its params):
+        # those select variants, not knob combinations.
+        fixed = set(self.params) | _VARIABLE_NAMES.get()
         for i, exp in enumerate(self.expect):
-            self._check_assignment(exp.when, f"expect[{i}].when", ("expect", i, "when"))
+            knob_part = {k: v for k, v in exp.when.items() if k not in fixed or k in self.knobs}
+            self._check_assignment(knob_part, f"expect[{i}].when", ("expect", i, "when"),
+                                   unknown="knob or variable" if fixed else "knob")
         audited = self.audit_combinations()
         for i, exp in enumerate(self.expect):
             # A check no audited run applies to would never be verified, yet learners can
             # pick those knob values: the publish gate and `bank verify` must run it.
-            if not any(all(combo.get(k) == v for k, v in exp.when.items()) for combo in audited):
+            if not any(all(combo.get(k) == v for k, v in exp.when.items() if k in self.knobs)
+                       for combo in audited):
                 raise FieldError(
                     ("expect", i, "when"),
                     f"expect[{i}] applies to no audited knob combination; add one to audit "
@@ -288,13 +428,14 @@ class VerifyBlock(Strict):
         return [{**self.defaults(), **combo} for combo in self.audit]
 
     def _check_assignment(
-        self, combo: dict[str, KnobValue], where: str, loc: tuple[str | int, ...]
+        self, combo: dict[str, KnobValue], where: str, loc: tuple[str | int, ...],
+        unknown: str = "knob",
     ) -> None:
         for name, value in combo.items():
             # The number of ranks is varied through a knob named world_size, which learners
             # can also turn; it is not a free-standing setting of the audit.
             if name not in self.knobs:
-                raise FieldError((*loc, name), f"{where}: unknown knob {name!r}")
+                raise FieldError((*loc, name), f"{where}: unknown {unknown} {name!r}")
             if value not in self.knobs[name].values:
                 raise FieldError(
                     (*loc, name), f"{where}: {value!r} is not an allowed value of knob {name!r}"
@@ -327,6 +468,51 @@ class ExerciseBlock(Strict):
     harness_code: str | None = None
 
 
+class VariantsBlock(Strict):
+    """Which combinations of the variables' values are the question's variants."""
+
+    # An expression over the variables; true drops that combination.
+    exclude: str | None = Field(default=None, min_length=1)
+    # Exactly these combinations, in this order, instead of all of them.
+    pick: list[dict[str, KnobValue]] | None = Field(default=None, min_length=1, max_length=MAX_VARIANTS)
+
+    @model_validator(mode="after")
+    def _one_way(self) -> VariantsBlock:
+        if (self.exclude is None) == (self.pick is None):
+            raise ValueError("variants has exactly one of exclude or pick")
+        return self
+
+
+class CasePart(Strict):
+    """One part of a case: a single, multi or numeric question under the case's scenario."""
+
+    prompt: str = Field(min_length=1)
+    type: PartType
+    choices: list[Choice] = []
+    answer: NumericAnswer | None = None
+    explanation: str = Field(min_length=1)
+    explained: dict[str, str] = {}
+
+
+def _keyed(choices: list[Choice]) -> list[Choice]:
+    """Choices with their stable keys a, b, c... when the author wrote none."""
+    if choices and not choices[0].key:
+        return [c.model_copy(update={"key": string.ascii_lowercase[i]}) for i, c in enumerate(choices)]
+    return choices
+
+
+def _first_error(exc: ValidationError) -> tuple[tuple[str | int, ...], str]:
+    """The first problem of a validation error: where (as the author wrote it) and what."""
+    err = exc.errors()[0]
+    loc = tuple(err["loc"])
+    if len(loc) > 1 and loc[0] == "trace" and loc[1] in ("rank_events", "buckets"):
+        loc = loc[:1] + loc[2:]  # pydantic's tag for the kind of trace, which authors never write
+    cause = err.get("ctx", {}).get("error")
+    if isinstance(cause, FieldError):
+        loc += cause.loc
+    return loc, err["msg"].removeprefix("Value error, ")
+
+
 class QuestionDoc(Strict):
     """One question as written in question_bank/<topic>/<slug>.yaml."""
 
@@ -338,10 +524,20 @@ class QuestionDoc(Strict):
     type: QuestionType
     # For trace questions: how the learner answers.
     answer_format: AnswerFormat | None = None
+    # The question's parameters and their allowed values; the texts are then templates.
+    variables: dict[str, Annotated[list[KnobValue], Field(min_length=1)]] = {}
+    variants: VariantsBlock | None = None
+    # Values computed from the variables, in order (each may use the ones before it).
+    compute: dict[str, Annotated[str, Field(min_length=1)]] = {}
     prompt: str = Field(min_length=1)
     choices: list[Choice] = []
     answer: NumericAnswer | None = None
-    explanation: str = Field(min_length=1)
+    # A case's parts; a talk-through's model answer and rubric.
+    parts: list[CasePart] = []
+    model_answer: str | None = Field(default=None, min_length=1)
+    rubric: list[Annotated[str, Field(min_length=1)]] = []
+    # Required except for a talk-through, whose model answer and rubric explain it.
+    explanation: str = ""
     trace: Trace | None = None
     verify: VerifyBlock | None = None
     exercise: ExerciseBlock | None = None
@@ -350,12 +546,32 @@ class QuestionDoc(Strict):
     # The snippet's text; filled in by the loader from verify.snippet, never written in YAML.
     snippet_text: str | None = Field(default=None, exclude=True)
 
+    @model_validator(mode="wrap")
+    @classmethod
+    def _with_variables(cls, data: Any, handler: ModelWrapValidatorHandler[QuestionDoc]) -> QuestionDoc:
+        """Validate with the variables' names at hand, so `verify.expect[].when` may name them."""
+        found = data.get("variables") if isinstance(data, dict) else None
+        names = frozenset(n for n in found if isinstance(n, str)) if isinstance(found, dict) else frozenset()
+        token = _VARIABLE_NAMES.set(names)
+        try:
+            return handler(data)
+        finally:
+            _VARIABLE_NAMES.reset(token)
+
     @model_validator(mode="after")
     def _consistent(self) -> QuestionDoc:
+        if not self.explanation and self.type != "talk":
+            raise FieldError("explanation", "Field required" if "explanation" not in self.model_fields_set
+                             else "String should have at least 1 character")
+        for name, kind in (("parts", "case"), ("model_answer", "talk"), ("rubric", "talk")):
+            if getattr(self, name) and self.type != kind:
+                raise FieldError(name, f"{name} is only for type: {kind}")
         if self.type == "exercise":
             return self._consistent_exercise()
         if self.exercise is not None:
             raise FieldError("exercise", "an exercise block is only for type: exercise")
+        if self.type in ("case", "talk"):
+            return self._consistent_case() if self.type == "case" else self._consistent_talk()
         if self.verify is not None:
             for i, e in enumerate(self.verify.expect):
                 if e.hidden:
@@ -370,28 +586,7 @@ class QuestionDoc(Strict):
                 raise FieldError("trace", "a trace question needs a trace")
         elif self.answer_format is not None:
             raise FieldError("answer_format", "answer_format is only for type: trace")
-        if fmt == "numeric":
-            if self.answer is None:
-                raise FieldError("answer", "a numeric question needs answer: {value, abs_tol or rel_tol}")
-            if self.choices:
-                raise FieldError("choices", "a numeric question has no choices")
-        else:
-            if self.answer is not None:
-                raise FieldError("answer", f"a {fmt} question has choices, not a numeric answer")
-            if len(self.choices) < 2:
-                raise FieldError("choices", "needs at least 2 choices")
-            if len(self.choices) > 26:
-                raise FieldError("choices", "at most 26 choices")
-            right = sum(c.correct for c in self.choices)
-            if fmt == "single" and right != 1:
-                raise FieldError(
-                    "choices", f"a single-choice question needs exactly 1 correct choice, has {right}"
-                )
-            if fmt == "multi" and right < 1:
-                raise FieldError("choices", "a multi-select question needs at least 1 correct choice")
-            keys = [c.key for c in self.choices]
-            if any(keys) and (not all(keys) or len(set(keys)) != len(keys)):
-                raise FieldError("choices", "choice keys must be all given and distinct, or all omitted")
+        _check_answer(fmt, self.choices, self.answer)
         return self
 
     def _consistent_exercise(self) -> QuestionDoc:
@@ -418,33 +613,326 @@ class QuestionDoc(Strict):
                                          "three different files")
         return self
 
+    def _no_key_fields(self, what: str) -> None:
+        for name in ("answer_format", "answer", "trace", "verify"):
+            if getattr(self, name) is not None:
+                raise FieldError(name, f"{what} has no {name}")
+        if self.choices:
+            raise FieldError("choices", f"{what} has no choices")
+        if self.explained:
+            raise FieldError("explained", f"{what} has no choices to explain")
+
+    def _consistent_case(self) -> QuestionDoc:
+        self._no_key_fields("a case (its parts carry the questions)")
+        if not MIN_CASE_PARTS <= len(self.parts) <= MAX_CASE_PARTS:
+            raise FieldError("parts", f"a case has {MIN_CASE_PARTS} to {MAX_CASE_PARTS} parts, "
+                                      f"has {len(self.parts)}")
+        for j, part in enumerate(self.parts):
+            loc: tuple[str | int, ...] = ("parts", j)
+            try:
+                _check_answer(part.type, part.choices, part.answer)
+            except FieldError as exc:
+                raise FieldError((*loc, *exc.loc), str(exc)) from None
+            keys = {c.key for c in _keyed(part.choices)}
+            for key in part.explained:
+                if key not in keys:
+                    raise FieldError((*loc, "explained", key), f"explained names no choice {key!r}")
+        return self
+
+    def _consistent_talk(self) -> QuestionDoc:
+        self._no_key_fields("a talk-through")
+        if self.model_answer is None:
+            raise FieldError("model_answer", "a talk-through needs a model_answer")
+        if not MIN_RUBRIC <= len(self.rubric) <= MAX_RUBRIC:
+            raise FieldError("rubric", f"a talk-through's rubric lists {MIN_RUBRIC} to {MAX_RUBRIC} "
+                                       f"moves, has {len(self.rubric)}")
+        return self
+
     @model_validator(mode="after")
     def _assign_keys(self) -> QuestionDoc:
         if self.choices and not self.choices[0].key:
-            keyed = [
-                c.model_copy(update={"key": string.ascii_lowercase[i]})
-                for i, c in enumerate(self.choices)
-            ]
-            object.__setattr__(self, "choices", keyed)
+            object.__setattr__(self, "choices", _keyed(self.choices))
+        if any(p.choices and not p.choices[0].key for p in self.parts):
+            parts = [p.model_copy(update={"choices": _keyed(p.choices)}) for p in self.parts]
+            object.__setattr__(self, "parts", parts)
         return self
+
+    @model_validator(mode="after")
+    def _check_variables(self) -> QuestionDoc:
+        if not self.variables:
+            self._no_templates()
+            return self
+        from app.questions import variants
+
+        if self.is_exercise:
+            raise FieldError("variables", "an exercise has no variables (use knobs)")
+        self._check_names()
+        if self.verify is not None:
+            if self.verify.params:
+                raise FieldError(("verify", "params"), "params are written by rendering a variant; "
+                                                       "declare variables instead")
+            if "world_size" in self.variables and "world_size" in self.verify.model_fields_set:
+                raise FieldError(("verify", "world_size"), "world_size is a variable: each variant "
+                                                           "sets the number of ranks")
+        for loc, answer in self._answers():
+            if answer.value is not None:
+                raise FieldError((*loc, "value"), "a question with variables computes its numeric key: "
+                                                  "write answer.formula (an expression), not a value")
+        for problem in variants.check_sources(self._data()):
+            raise FieldError(problem.loc, str(problem))
+        try:
+            found = self._assignments()
+        except variants.TemplateProblem as exc:
+            raise FieldError(exc.loc or "variants", str(exc)) from None
+        if not 1 <= len(found) <= MAX_VARIANTS:
+            raise FieldError("variants" if self.variants else "variables",
+                             f"{len(found)} variants; a question has 1 to {MAX_VARIANTS} "
+                             "(list them under variants.pick)")
+        if self.verify is not None:
+            self._check_audit(found)
+        for i, params in enumerate(found):
+            try:
+                rendered = self._render(params)
+                _distinct_choices(rendered)
+            except variants.TemplateProblem as exc:
+                raise FieldError(exc.loc, f"{describe_variant(i, params)}: {exc}") from None
+            except ValidationError as exc:
+                loc, message = _first_error(exc)
+                raise FieldError(loc, f"{describe_variant(i, params)}: {message}") from None
+        return self
+
+    def _no_templates(self) -> None:
+        """Without variables nothing is a template: refuse what only a template could mean."""
+        for name in ("variants", "compute"):
+            if getattr(self, name):
+                raise FieldError(name, f"{name} needs variables")
+        for loc, answer in self._answers():
+            if answer.formula is not None:
+                raise FieldError((*loc, "formula"), "a formula needs variables; a question with fixed "
+                                                    "inputs declares each as a variable of one value")
+        for loc, choice in self._all_choices():
+            if choice.correct_when is not None:
+                raise FieldError((*loc, "correct_when"), "correct_when needs variables")
+        for i, exp in enumerate(self.verify.expect if self.verify else []):
+            if exp.value is not None and exp.value.equals == FROM_FORMULA:
+                raise FieldError(("verify", "expect", i, "value", "equals"), "Field required")
+            for check, fields in TEMPLATED_CHECK_FIELDS.items():
+                body = getattr(exp, check)
+                for name in fields if check != "value" and body is not None else ():
+                    if isinstance(getattr(body, name), str):
+                        raise FieldError(("verify", "expect", i, check, name),
+                                         "a templated value needs variables; write a number")
+
+    def _check_names(self) -> None:
+        from app.questions import variants
+
+        taken: set[str] = set()
+        for field_name, names in (("variables", list(self.variables)), ("compute", list(self.compute))):
+            for name in names:
+                if not re.match(KNOB_NAME_RE, name):
+                    raise FieldError((field_name, name), f"name {name!r} must match {KNOB_NAME_RE}")
+                if name in variants.RESERVED_NAMES or name in variants.FUNCTIONS:
+                    raise FieldError((field_name, name), f"{name!r} is a reserved word or function name")
+                if name in taken:
+                    raise FieldError((field_name, name), f"{name!r} is already a variable")
+                taken.add(name)
+        for name, values in self.variables.items():
+            for value in values:
+                if isinstance(value, float) and not math.isfinite(value):
+                    raise FieldError(("variables", name), "values must be finite numbers")
+            if name == "world_size" and not all(
+                    isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= MAX_WORLD_SIZE
+                    for v in values):
+                raise FieldError(("variables", name),
+                                 f"world_size values must be whole numbers 1..{MAX_WORLD_SIZE}")
+            if self.verify is not None and name in self.verify.knobs:
+                raise FieldError(("variables", name), f"{name!r} is also a knob; a variable and a "
+                                                      "knob need different names")
+        picks = (self.variants.pick if self.variants else None) or []
+        for i, pick in enumerate(picks):
+            if set(pick) != set(self.variables):
+                raise FieldError(("variants", "pick", i), "each pick assigns every variable, "
+                                                          f"{', '.join(self.variables)}")
+            for name, value in pick.items():
+                if not any(same_value(value, v) for v in self.variables[name]):
+                    raise FieldError(("variants", "pick", i, name),
+                                     f"{value!r} is not an allowed value of variable {name!r}")
+            if any(all(same_value(pick[n], other[n]) for n in pick) for other in picks[:i]):
+                raise FieldError(("variants", "pick", i), "the same variant is picked twice")
+
+    def _check_audit(self, found: list[dict[str, KnobValue]]) -> None:
+        assert self.verify is not None
+        runs = len(found) * len(self.verify.audit_combinations())
+        if runs > MAX_AUDIT_RUNS:
+            raise FieldError(("verify", "audit"),
+                             f"the audit would make {runs} runs ({len(found)} variants × "
+                             f"{len(self.verify.audit_combinations())} knob combinations); "
+                             f"at most {MAX_AUDIT_RUNS} per question")
+        for i, exp in enumerate(self.verify.expect):
+            conditions = {k: v for k, v in exp.when.items() if k in self.variables}
+            for name, value in conditions.items():
+                if not any(same_value(value, v) for v in self.variables[name]):
+                    raise FieldError(("verify", "expect", i, "when", name),
+                                     f"expect[{i}].when: {value!r} is not an allowed value of "
+                                     f"variable {name!r}")
+            if not any(all(same_value(p[k], v) for k, v in conditions.items()) for p in found):
+                raise FieldError(("verify", "expect", i, "when"), f"expect[{i}] applies to no variant")
+            if exp.value is not None and exp.value.equals == FROM_FORMULA and not (
+                    exp.is_answer and self.answer is not None and self.answer.formula is not None):
+                raise FieldError(("verify", "expect", i, "value", "equals"),
+                                 "equals may be left out only on an is_answer check of a question "
+                                 "with answer.formula (it then means the formula's value)")
+
+    def _answers(self) -> Iterator[tuple[tuple[str | int, ...], NumericAnswer]]:
+        if self.answer is not None:
+            yield ("answer",), self.answer
+        for j, part in enumerate(self.parts):
+            if part.answer is not None:
+                yield ("parts", j, "answer"), part.answer
+
+    def _all_choices(self) -> Iterator[tuple[tuple[str | int, ...], Choice]]:
+        for i, c in enumerate(self.choices):
+            yield ("choices", i), c
+        for j, part in enumerate(self.parts):
+            for i, c in enumerate(part.choices):
+                yield ("parts", j, "choices", i), c
+
+    def _data(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", exclude_defaults=True, exclude={"snippet_text"})
+
+    def _assignments(self) -> list[dict[str, KnobValue]]:
+        if not self.variables:
+            return [{}]
+        from app.questions import variants
+
+        block = self.variants
+        return variants.assignments(self.variables, block.exclude if block else None,
+                                    block.pick if block else None)
+
+    def _render(self, params: dict[str, KnobValue]) -> QuestionDoc:
+        from app.questions import variants
+
+        values = variants.values_of(params, self.compute)
+        data = variants.render_data(self._data(), values)
+        for name in ("variables", "variants", "compute"):
+            data.pop(name, None)
+        verify = data.get("verify")
+        if isinstance(verify, dict):
+            key = data.get("answer", {}).get("value")
+            for exp in verify["expect"]:
+                if exp.get("is_answer") and "value" in exp and "equals" not in exp["value"]:
+                    exp["value"]["equals"] = key
+            verify["params"] = dict(params)
+            if "world_size" in params:
+                verify["world_size"] = params["world_size"]
+        doc = QuestionDoc.model_validate(data)
+        return doc.model_copy(update={"snippet_text": self.snippet_text})
+
+    @property
+    def variant_count(self) -> int:
+        """How many variants the question has (1 without variables)."""
+        return len(self._assignments())
+
+    def variant_params(self, i: int) -> dict[str, KnobValue]:
+        """The variables' values of variant i ({} without variables); IndexError past the last."""
+        found = self._assignments()
+        if not 0 <= i < len(found):
+            raise IndexError(f"variant {i} of a question with {len(found)} variant(s)")
+        return found[i]
+
+    def render(self, i: int) -> QuestionDoc:
+        """Variant i as a plain document: every template rendered, `answer.value` filled from
+        the formula, no variables left. Deterministic: a pure function of this document and i
+        (services cache it per revision). A question without variables is its own variant 0."""
+        params = self.variant_params(i)
+        if not self.variables:
+            return self
+        return self._render(params)
+
+    def part(self, j: int) -> QuestionDoc:
+        """Part j of a case as a question of the part's type, graded as one (of a rendered case)."""
+        if self.type != "case":
+            raise ValueError(f"a {self.type} question has no parts")
+        if self.variables:
+            raise ValueError("render the variant first: this case's parts are templates")
+        p = self.parts[j]
+        return QuestionDoc.model_validate({
+            "slug": self.slug, "topic": self.topic, "title": self.title, "tags": self.tags,
+            "difficulty": self.difficulty, "type": p.type, "prompt": p.prompt,
+            "choices": [c.model_dump(exclude_defaults=True) for c in p.choices],
+            "answer": p.answer.model_dump(exclude_defaults=True) if p.answer else None,
+            "explanation": p.explanation, "explained": p.explained})
 
     @property
     def effective_format(self) -> AnswerFormat:
-        """How the learner answers; an exercise is answered by running code, so callers
-        that grade choices or numbers check `is_exercise` first."""
+        """How the learner answers; an exercise is answered by running code, a case part by
+        part and a talk-through by ticking a rubric, so callers that grade choices or numbers
+        check `is_exercise`, `is_case` and `is_talk` first."""
         if self.type == "trace":
             return self.answer_format or "single"
-        if self.type == "exercise":
-            return "single"
-        return self.type
+        if self.type in ("single", "multi", "numeric"):
+            return self.type
+        return "single"
 
     @property
     def is_exercise(self) -> bool:
         return self.type == "exercise"
 
     @property
+    def is_case(self) -> bool:
+        return self.type == "case"
+
+    @property
+    def is_talk(self) -> bool:
+        return self.type == "talk"
+
+    @property
     def correct_keys(self) -> list[str]:
         return [c.key for c in self.choices if c.correct]
+
+
+def _distinct_choices(doc: QuestionDoc) -> None:
+    """Refuse two choices that render to the same text: a distractor that coincides with the
+    key (or another distractor) for some parameters is wrong for that variant."""
+    from app.questions import variants
+
+    groups: list[tuple[tuple[str | int, ...], list[Choice]]] = [(("choices",), doc.choices)]
+    groups += [(("parts", j, "choices"), p.choices) for j, p in enumerate(doc.parts)]
+    for loc, choices in groups:
+        seen: dict[str, str] = {}
+        for c in choices:
+            text = " ".join(c.text.split())
+            if text in seen:
+                raise variants.TemplateProblem(f"choices {seen[text]} and {c.key} render the same "
+                                               f"text ({text[:60]!r})", loc)
+            seen[text] = c.key
+
+
+def _check_answer(fmt: str, choices: list[Choice], answer: NumericAnswer | None) -> None:
+    """The key's shape for a question (or case part) answered this way."""
+    if fmt == "numeric":
+        if answer is None:
+            raise FieldError("answer", "a numeric question needs answer: {value, abs_tol or rel_tol}")
+        if choices:
+            raise FieldError("choices", "a numeric question has no choices")
+        return
+    if answer is not None:
+        raise FieldError("answer", f"a {fmt} question has choices, not a numeric answer")
+    if len(choices) < 2:
+        raise FieldError("choices", "needs at least 2 choices")
+    if len(choices) > 26:
+        raise FieldError("choices", "at most 26 choices")
+    keys = [c.key for c in choices]
+    if any(keys) and (not all(keys) or len(set(keys)) != len(keys)):
+        raise FieldError("choices", "choice keys must be all given and distinct, or all omitted")
+    # A choice right only for some variants is counted per variant, once rendered.
+    if any(c.correct_when is not None for c in choices):
+        return
+    right = sum(c.correct for c in choices)
+    if fmt == "single" and right != 1:
+        raise FieldError("choices", f"a single-choice question needs exactly 1 correct choice, has {right}")
+    if fmt == "multi" and right < 1:
+        raise FieldError("choices", "a multi-select question needs at least 1 correct choice")
 
 
 class TopicDoc(Strict):
@@ -457,34 +945,68 @@ class TopicDoc(Strict):
     group: str = Field(default="", max_length=80)
 
 
+def _in_variant(exp: Expectation, verify: VerifyBlock) -> bool:
+    """False when the check's `when` names a variable whose value this variant does not have."""
+    return all(same_value(verify.params[k], v) for k, v in exp.when.items()
+               if k in verify.params and k not in verify.knobs)
+
+
+def measured_key(exp: Expectation) -> float | None:
+    """The number an is_answer check says the key is: a value check's one number, a
+    collectives check's count or a bytes check's equals (None for any other check)."""
+    if exp.value is not None:
+        equals = exp.value.equals
+        return float(equals) if isinstance(equals, int | float) and not isinstance(equals, bool) else None
+    if exp.collectives is not None and isinstance(exp.collectives.count, int):
+        return float(exp.collectives.count)
+    if exp.bytes is not None and isinstance(exp.bytes.equals, int | float):
+        return float(exp.bytes.equals)
+    return None
+
+
 def key_binding_problems(doc: QuestionDoc) -> list[FieldError]:
     """Where the answer key and the expectations disagree, or a choice is left unaccounted for.
 
     Static: it reads the document only. With every expectation passing on a real run
-    (the gate), an empty list means the key is what torch measured.
+    (the gate), an empty list means the key is what torch measured. A question with
+    variables is checked variant by variant; each problem names the first variant it is in.
     """
     if doc.verify is None or doc.is_exercise:
         return []
+    if doc.variables:
+        seen: set[tuple[tuple[str | int, ...], str]] = set()
+        found: list[FieldError] = []
+        for i in range(doc.variant_count):
+            for p in key_binding_problems(doc.render(i)):
+                # The rendered key's value is the template's formula.
+                loc = ("answer", "formula") if p.loc == ("answer", "value") else p.loc
+                if (loc, str(p)) not in seen:
+                    seen.add((loc, str(p)))
+                    found.append(FieldError(loc, f"{describe_variant(i, doc.variant_params(i))}: {p}"))
+        return found
     problems: list[FieldError] = []
-    expect = doc.verify.expect
+    verify = doc.verify
+    # In a variant, only the checks of that variant bind its key.
+    expect = [(i, e) for i, e in enumerate(verify.expect) if _in_variant(e, verify)]
     if doc.effective_format == "numeric":
-        assert doc.answer is not None
-        answers = [(i, e) for i, e in enumerate(expect) if e.is_answer]
+        assert doc.answer is not None and doc.answer.value is not None
+        answers = [(i, e) for i, e in expect if e.is_answer]
         if not answers:
             problems.append(FieldError(("verify", "expect"),
                                        "a measured numeric question needs an expectation with "
                                        "is_answer: true (the key is the measured value)"))
         for i, e in answers:
-            if e.value is None or isinstance(e.value.equals, bool) or not isinstance(
-                    e.value.equals, int | float):
+            measured = measured_key(e)
+            if measured is None:
                 problems.append(FieldError(("verify", "expect", i, "is_answer"),
-                                           f"expect[{i}] is_answer needs a value check of one number"))
-            elif not doc.answer.accepts(float(e.value.equals)):
+                                           f"expect[{i}] is_answer needs a value check of one number, "
+                                           "a collectives check with count or a bytes check with equals"))
+            elif not doc.answer.accepts(measured):
                 problems.append(FieldError(
                     ("answer", "value"),
                     f"the key {doc.answer.value:g} disagrees with expect[{i}], which measures "
-                    f"{e.value.equals:g}"))
-        for i, e in enumerate(expect):
+                    f"{measured:g}"))
+        for i, e in expect:
             if e.supports or e.rules_out:
                 problems.append(FieldError(("verify", "expect", i),
                                            f"expect[{i}]: a numeric question has no choices to support"))
@@ -493,7 +1015,7 @@ def key_binding_problems(doc: QuestionDoc) -> list[FieldError]:
     correct = set(doc.correct_keys)
     supported: set[str] = set()
     ruled_out: set[str] = set()
-    for i, e in enumerate(expect):
+    for i, e in expect:
         if e.is_answer:
             problems.append(FieldError(("verify", "expect", i, "is_answer"),
                                        f"expect[{i}]: is_answer is for numeric questions"))

@@ -56,6 +56,35 @@ def revision_doc(revision: QuestionRevision) -> QuestionDoc:
     return doc or _remember(key, doc_from_data(revision.content, revision.snippet_text))
 
 
+# Rendered variants by (content hash, variant). A rendering is a pure function of the
+# revision's document and the index, so nothing rendered is ever stored: a revision pins
+# its variants by being immutable, and an attempt pins one by its index.
+_RENDERS: dict[tuple[str, int], QuestionDoc] = {}
+
+
+def render_variant(*, doc: QuestionDoc, key: str, variant: int) -> QuestionDoc:
+    """`doc.render(variant)`, cached under the document's content hash `key` ("" caches nothing).
+
+    Raises IndexError for a variant the question does not have.
+    """
+    if not doc.variables:
+        return doc.render(variant)
+    cached = _RENDERS.get((key, variant)) if key else None
+    if cached is None:
+        cached = doc.render(variant)
+        if key:
+            if len(_RENDERS) >= _DOCS_MAX:
+                _RENDERS.clear()
+            _RENDERS[(key, variant)] = cached
+    return cached
+
+
+def revision_variant(*, revision: QuestionRevision, variant: int) -> QuestionDoc:
+    """Variant `variant` of a revision as a plain document, as learners, graders and the gate
+    see it (cached; IndexError past the last variant)."""
+    return render_variant(doc=revision_doc(revision), key=revision.content_hash, variant=variant)
+
+
 @dataclass(frozen=True)
 class PublishedQuestion:
     """A published question as a learner answers it: its current revision's id and document.
@@ -72,6 +101,12 @@ class PublishedQuestion:
     topic: str
     revision_id: int
     doc: QuestionDoc
+    # The revision's content hash: the cache key of its rendered variants.
+    content_hash: str = ""
+
+    def variant(self, i: int) -> QuestionDoc:
+        """Variant i of this question as a plain document (cached; IndexError past the last)."""
+        return render_variant(doc=self.doc, key=self.content_hash, variant=i)
 
 
 _PUBLISHED = (
@@ -96,7 +131,7 @@ def published_question(*, db_session: Session, slug: str) -> PublishedQuestion |
         content, snippet = conn.execute(_CONTENT, {"revision_id": revision_id}).one()
         doc = _remember(key, doc_from_data(content, snippet))
     return PublishedQuestion(id=question_id, slug=slug, title=title, topic=topic,
-                             revision_id=revision_id, doc=doc)
+                             revision_id=revision_id, doc=doc, content_hash=key or "")
 
 
 def append_revision(

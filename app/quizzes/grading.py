@@ -13,6 +13,11 @@ from app.questions.schema import QuestionDoc
 MULTI_RULE = (
     "Partial credit: (right picks − wrong picks) ÷ number of right choices, never below 0."
 )
+# A talk-through's written answer is kept for the learner to reread, not graded: this much
+# covers a five-minute spoken answer.
+MAX_TALK_BYTES = 8 * 1024
+# A talk-through counts as answered well when the learner made this share of the moves.
+TALK_CORRECT_SHARE = 0.8
 
 
 # Digits grouped in threes by commas, optionally with a decimal point: 1,400 or 12,345.5.
@@ -49,10 +54,22 @@ class Grade:
     answer: Any  # the normalised answer that was graded
 
 
+def _concrete(doc: QuestionDoc) -> None:
+    if doc.variables:
+        # A programming error, not the learner's: grade the variant the learner was shown.
+        raise ValueError("grade a rendered variant (QuestionDoc.render), not the template")
+
+
 def normalise_answer(doc: QuestionDoc, raw: Any) -> Any:
-    """The answer in canonical form: a key, a sorted list of keys, or a float."""
+    """The answer in canonical form: a key, a sorted list of keys, a float, for a case
+    `{"parts": [answer, ...]}`, for a talk-through `{"text": ..., "ticked": [...]}`."""
+    _concrete(doc)
     if doc.is_exercise:
         raise InvalidAnswer("an exercise is answered by running your code on its page")
+    if doc.is_case:
+        return {"parts": [normalise_answer(doc.part(j), a) for j, a in enumerate(_case_parts(doc, raw))]}
+    if doc.is_talk:
+        return _normalise_talk(doc, raw)
     fmt = doc.effective_format
     keys = [c.key for c in doc.choices]
     if fmt == "single":
@@ -98,9 +115,62 @@ def normalise_answer(doc: QuestionDoc, raw: Any) -> Any:
     return value
 
 
+def _case_parts(doc: QuestionDoc, raw: Any) -> list[Any]:
+    parts = raw.get("parts") if isinstance(raw, dict) else None
+    if not isinstance(parts, list):
+        raise InvalidAnswer('a case is answered part by part: {"parts": [answer, ...]}')
+    if len(parts) != len(doc.parts):
+        raise InvalidAnswer(f"this case has {len(doc.parts)} parts; {len(parts)} answers were given")
+    return parts
+
+
+def _normalise_talk(doc: QuestionDoc, raw: Any) -> dict[str, Any]:
+    if not isinstance(raw, dict) or set(raw) - {"text", "ticked"}:
+        raise InvalidAnswer('a talk-through is answered as {"text": ..., "ticked": [rubric numbers]}')
+    text = raw.get("text", "")
+    if not isinstance(text, str):
+        raise InvalidAnswer("the written answer must be text")
+    if len(text.encode("utf-8", "surrogatepass")) > MAX_TALK_BYTES:
+        raise InvalidAnswer(f"the written answer is longer than {MAX_TALK_BYTES // 1024} KB")
+    ticked = raw.get("ticked", [])
+    if not isinstance(ticked, list) or not all(isinstance(t, int) and not isinstance(t, bool)
+                                               for t in ticked):
+        raise InvalidAnswer("ticked lists the rubric's moves by number")
+    if any(not 0 <= t < len(doc.rubric) for t in ticked):
+        raise InvalidAnswer(f"the rubric has moves 0 to {len(doc.rubric) - 1}")
+    if len(set(ticked)) != len(ticked):
+        raise InvalidAnswer("a move was ticked twice")
+    return {"text": text, "ticked": sorted(ticked)}
+
+
+def grade_part(doc: QuestionDoc, j: int, raw: Any) -> Grade:
+    """Grade one part of a case (of a rendered variant), as a question of the part's type."""
+    _concrete(doc)
+    if not doc.is_case or not 0 <= j < len(doc.parts):
+        raise InvalidAnswer(f"no part {j} to answer")
+    return grade(doc.part(j), raw)
+
+
+def grade_parts(doc: QuestionDoc, raw: Any) -> list[Grade]:
+    """Every part of a case graded, in order: what the case's score is the mean of."""
+    _concrete(doc)
+    return [grade(doc.part(j), a) for j, a in enumerate(_case_parts(doc, raw))]
+
+
 def grade(doc: QuestionDoc, raw: Any) -> Grade:
-    """Grade an answer; raises InvalidAnswer for one that is not a possible answer."""
+    """Grade an answer; raises InvalidAnswer for one that is not a possible answer.
+
+    A case scores the mean of its parts and is correct when every part is; a talk-through
+    scores the share of rubric moves ticked and is correct from TALK_CORRECT_SHARE.
+    """
     answer = normalise_answer(doc, raw)
+    if doc.is_case:
+        parts = grade_parts(doc, answer)
+        score = sum(g.score for g in parts) / len(parts)
+        return Grade(score, all(g.correct for g in parts), answer)
+    if doc.is_talk:
+        score = len(answer["ticked"]) / len(doc.rubric)
+        return Grade(score, score >= TALK_CORRECT_SHARE, answer)
     fmt = doc.effective_format
     if fmt == "single":
         ok = answer in doc.correct_keys
@@ -116,9 +186,13 @@ def grade(doc: QuestionDoc, raw: Any) -> Grade:
 
 
 def correct_answer(doc: QuestionDoc) -> Any:
-    """The answer key in the same shape answers take (None for an exercise: it has no key)."""
-    if doc.is_exercise:
+    """The answer key in the same shape answers take (None for an exercise or a talk-through:
+    they have no key; a case's is `{"parts": [key, ...]}`)."""
+    _concrete(doc)
+    if doc.is_exercise or doc.is_talk:
         return None
+    if doc.is_case:
+        return {"parts": [correct_answer(doc.part(j)) for j in range(len(doc.parts))]}
     fmt = doc.effective_format
     if fmt == "single":
         return doc.correct_keys[0]

@@ -11,7 +11,7 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from app.questions.schema import Expectation, KnobValue, QuestionDoc
+from app.questions.schema import BytesCheck, CollectivesCheck, Expectation, KnobValue, QuestionDoc
 from app.verify.engine.result import RankResult, RunResult
 
 
@@ -129,6 +129,12 @@ def check(exp: Expectation, result: RunResult) -> CheckResult:
         return _overlap(label, exp.bucket_overlap.rank, exp.bucket_overlap.iteration,
                         exp.bucket_overlap.buckets, result)
 
+    if exp.collectives is not None:
+        return _collectives(label, exp.collectives, result)
+
+    if exp.bytes is not None:
+        return _bytes(label, exp.bytes, result)
+
     assert exp.bucket_order is not None
     o = exp.bucket_order
     order = [b.index for b in result.bucket_reductions(o.rank, o.iteration)]
@@ -153,6 +159,72 @@ def _overlap(label: str, rank: int, iteration: int, buckets: list[int],
     passed = all(starts[i] < compute_end for i in buckets)
     return CheckResult(label, passed, expected,
                        f"{measured}; the last gradient was ready at {compute_end:.2f} ms")
+
+
+def _targets(rank: int | str, result: RunResult) -> list[int]:
+    return [r.rank for r in result.ranks] if rank == "all" else [int(rank)]
+
+
+def _who(rank: int | str) -> str:
+    return "every rank" if rank == "all" else f"rank {rank}"
+
+
+def _collectives(label: str, c: CollectivesCheck, result: RunResult) -> CheckResult:
+    """How many times each target rank entered collective `op` (its collective_start events)."""
+    bound, want = next((n, v) for n, v in (("count", c.count), ("at_least", c.at_least),
+                                           ("at_most", c.at_most)) if v is not None)
+    assert isinstance(want, int), "a templated bound is evaluated when the variant is rendered"
+    per_rank: dict[int, tuple[Any, bool]] = {}
+    for idx in _targets(c.rank, result):
+        rank = result.rank_or_none(idx)
+        if rank is None:
+            per_rank[idx] = ("(not in this run)", False)
+            continue
+        n = sum(1 for e in rank.events if e.get("kind") == "collective_start" and e.get("op") == c.op
+                and (c.iteration is None or e.get("iteration") == c.iteration)
+                and (c.source == "any" or e.get("source") == c.source))
+        ok = n == want if bound == "count" else n >= want if bound == "at_least" else n <= want
+        per_rank[idx] = (n, ok)
+    how = {"count": "exactly", "at_least": "at least", "at_most": "at most"}[bound]
+    where = _who(c.rank) + (f", iteration {c.iteration}" if c.iteration is not None else "")
+    issued = {"snippet": " by the snippet", "torch": " by torch", "any": ""}[c.source]
+    measured = "; ".join(f"rank {k}: {m}" for k, (m, _) in sorted(per_rank.items()))
+    return CheckResult(label, bool(per_rank) and all(ok for _, ok in per_rank.values()),
+                       f"{c.op} entered {how} {want} time{'' if want == 1 else 's'}{issued} on {where}",
+                       measured or "no ranks", per_rank)
+
+
+def _bytes(label: str, b: BytesCheck, result: RunResult) -> CheckResult:
+    """Each target rank's bytes_sent (or its ratio to rank R's) against equals, at_most or at_least."""
+    bound, want = next((n, v) for n, v in (("equals", b.equals), ("at_most", b.at_most),
+                                           ("at_least", b.at_least)) if v is not None)
+    assert isinstance(want, int | float), "a templated bound is evaluated when the variant is rendered"
+    reference = result.rank_or_none(b.ratio_to.rank) if b.ratio_to is not None else None
+    per_rank: dict[int, tuple[Any, bool]] = {}
+    for idx in _targets(b.rank, result):
+        rank = result.rank_or_none(idx)
+        if rank is None:
+            per_rank[idx] = ("(not in this run)", False)
+            continue
+        measured: float = rank.bytes_sent
+        if b.ratio_to is not None:
+            if reference is None or reference.bytes_sent <= 0:
+                per_rank[idx] = (f"rank {b.ratio_to.rank} sent nothing to compare with", False)
+                continue
+            measured = rank.bytes_sent / reference.bytes_sent
+        if bound == "equals":
+            ok = math.isclose(measured, want, rel_tol=b.tol)
+        else:
+            ok = measured <= want if bound == "at_most" else measured >= want
+        per_rank[idx] = (round(measured, 4) if b.ratio_to is not None else int(measured), ok)
+    what = f"bytes sent ÷ rank {b.ratio_to.rank}'s" if b.ratio_to is not None else "bytes sent"
+    how = {"equals": "=", "at_most": "≤", "at_least": "≥"}[bound]
+    tol = f" (±{b.tol:.0%})" if bound == "equals" else ""
+    shown = f"{want:g}" if b.ratio_to is not None else f"{want:,.0f}"
+    measured_text = "; ".join(f"rank {k}: {_short(m)}" for k, (m, _) in sorted(per_rank.items()))
+    return CheckResult(label, bool(per_rank) and all(ok for _, ok in per_rank.values()),
+                       f"{what} {how} {shown}{tol} on {_who(b.rank)}", measured_text or "no ranks",
+                       per_rank)
 
 
 def _numeric(value: Any) -> bool:

@@ -12,6 +12,10 @@ a `Verdict` with the same shape.
 An exercise is gated twice over on each audited combination: its reference
 solution must pass every check (visible and hidden), and its starter must fail
 at least one check somewhere, or there is nothing for the learner to fix.
+
+A question with variables is gated on every variant: each variant's rendered
+document (its variables in the runs' params, its world_size the ranks) times its
+audited knob combinations, and every failure names the variant.
 """
 
 from __future__ import annotations
@@ -22,8 +26,8 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from app.questions.models import QuestionRevision
-from app.questions.schema import FieldError, QuestionDoc, key_binding_problems
-from app.questions.service import revision_doc
+from app.questions.schema import FieldError, QuestionDoc, describe_variant, key_binding_problems, show_value
+from app.questions.service import render_variant, revision_doc
 from app.verify import service
 from app.verify.engine.result import RunResult
 from app.verify.expectations import CheckResult, evaluate
@@ -45,6 +49,19 @@ class ComboCheck:
     checks: list[CheckResult] = field(default_factory=list)
     # "question" (an ordinary snippet), or for an exercise "reference" or "starter".
     role: str = ROLE_QUESTION
+    # Which variant of a question with variables (None without), and its variables' values.
+    variant: int | None = None
+    variant_params: dict[str, Any] | None = None
+
+    @property
+    def where(self) -> str:
+        """The combination as a failure names it: its variant, if any, and its knob values."""
+        knobs = {k: v for k, v in self.params.items() if k not in (self.variant_params or {})}
+        shown = ", ".join(f"{k}={show_value(v)}" for k, v in knobs.items())
+        if self.variant is None:
+            return shown or "defaults"
+        name = describe_variant(self.variant, self.variant_params or {})
+        return f"{name}, knobs {shown}" if shown else name
 
     @property
     def state(self) -> str:
@@ -89,9 +106,12 @@ class ComboCheck:
         return None
 
     def to_json(self) -> dict[str, Any]:
-        return {"role": self.role, "params": self.params, "world_size": self.world_size,
+        data = {"role": self.role, "params": self.params, "world_size": self.world_size,
                 "run_id": self.run.id if self.run else None, "failure": self.failure,
                 "checks": [c.to_json() for c in self.checks]}
+        if self.variant is not None:
+            data.update(variant=self.variant, variant_params=self.variant_params)
+        return data
 
 
 @dataclass
@@ -149,37 +169,55 @@ class Gate:
             if bad:
                 return (f"the reference solution fails its checks on {_combinations(bad)}")
             return "the starter passes every check: there is nothing for the learner to fix"
-        failed = sum(1 for c in self.combos if not c.passed)
-        return f"{_combinations(failed)} fail their expectations"
+        failed = [c for c in self.combos if not c.passed]
+        text = f"{_combinations(len(failed))} fail their expectations"
+        if any(c.variant is not None for c in failed):
+            text += ": " + "; ".join(c.where for c in failed)
+        return text
 
 
 def _combinations(n: int) -> str:
     return f"{n} knob combination" + ("" if n == 1 else "s")
 
 
+@dataclass(frozen=True)
+class _Planned:
+    role: str
+    variant: int | None
+    doc: QuestionDoc  # the variant's rendered document (the question itself without variables)
+    req: service.RunRequest
+
+
 def _planned(
-    doc: QuestionDoc, *, revision_id: int, versions: tuple[str, str], requested_by: str | None,
-) -> list[tuple[str, service.RunRequest]]:
+    doc: QuestionDoc, *, key: str, revision_id: int, versions: tuple[str, str],
+    requested_by: str | None,
+) -> list[_Planned]:
     if doc.verify is None or doc.snippet_text is None:
         return []
     torch_v, harness_v = versions
-    codes: list[tuple[str, str]] = [(ROLE_QUESTION, doc.snippet_text)]
-    if doc.exercise is not None:
-        codes = [(ROLE_REFERENCE, service.exercise_code(doc, doc.exercise.solution_code or "")),
-                 (ROLE_STARTER, service.exercise_code(doc, doc.snippet_text))]
-    return [(role, service.request_for(doc, combo, torch_version=torch_v, harness_version=harness_v,
-                                       revision_id=revision_id, requested_by=requested_by,
-                                       code=code))
-            for role, code in codes for combo in doc.verify.audit_combinations()]
+    out = []
+    for i in range(doc.variant_count):
+        variant = render_variant(doc=doc, key=key, variant=i)
+        assert variant.verify is not None and variant.snippet_text is not None
+        codes: list[tuple[str, str]] = [(ROLE_QUESTION, variant.snippet_text)]
+        if variant.exercise is not None:
+            codes = [(ROLE_REFERENCE, service.exercise_code(variant, variant.exercise.solution_code or "")),
+                     (ROLE_STARTER, service.exercise_code(variant, variant.snippet_text))]
+        out += [_Planned(role, i if doc.variables else None, variant,
+                         service.request_for(variant, combo, torch_version=torch_v,
+                                             harness_version=harness_v, revision_id=revision_id,
+                                             requested_by=requested_by, code=code))
+                for role, code in codes for combo in variant.verify.audit_combinations()]
+    return out
 
 
 def plan(
     doc: QuestionDoc, *, revision_id: int, versions: tuple[str, str], requested_by: str | None = None,
 ) -> list[service.RunRequest]:
-    """The run requests of every audited knob combination of a question (none without a snippet);
-    for an exercise, its reference solution's and its starter's on each combination."""
-    return [req for _, req in _planned(doc, revision_id=revision_id, versions=versions,
-                                       requested_by=requested_by)]
+    """The run requests of every audited knob combination of every variant of a question (none
+    without a snippet); for an exercise, its reference solution's and its starter's on each."""
+    return [p.req for p in _planned(doc, key="", revision_id=revision_id, versions=versions,
+                                    requested_by=requested_by)]
 
 
 def request_runs(
@@ -187,24 +225,27 @@ def request_runs(
     requested_by: str, fresh: bool = False,
 ) -> list[Run]:
     """Queue (or reuse from the cache) a run for every audited combination of a revision."""
-    reqs = plan(revision_doc(revision), revision_id=revision.id, versions=versions,
-                requested_by=requested_by)
-    return [service.request_run(db_session=db_session, req=req, fresh=fresh)[0] for req in reqs]
+    planned = _planned(revision_doc(revision), key=revision.content_hash, revision_id=revision.id,
+                       versions=versions, requested_by=requested_by)
+    return [service.request_run(db_session=db_session, req=p.req, fresh=fresh)[0] for p in planned]
 
 
 def check(*, db_session: Session, revision: QuestionRevision, versions: tuple[str, str]) -> Gate:
     """The gate of a revision now: each audited combination's live run and its checks."""
     doc = revision_doc(revision)
-    reqs = _planned(doc, revision_id=revision.id, versions=versions, requested_by=None)
-    if not reqs:
+    planned = _planned(doc, key=revision.content_hash, revision_id=revision.id, versions=versions,
+                       requested_by=None)
+    if not planned:
         return Gate(revision.id, versions[0], [], has_snippet=False)
-    assert doc.verify is not None
     combos = []
-    for role, req in reqs:
+    for p in planned:
+        assert p.doc.verify is not None
+        req = p.req
         run = service.find_live(db_session=db_session, key=req.key)
         result = service.result_of(run) if run is not None else None
-        checks = evaluate(doc.verify.expect, result, req.params, req.world_size) if result else []
-        combos.append(ComboCheck(req.params, req.world_size, run, result, checks, role))
+        checks = evaluate(p.doc.verify.expect, result, req.params, req.world_size) if result else []
+        combos.append(ComboCheck(req.params, req.world_size, run, result, checks, p.role, p.variant,
+                                 doc.variant_params(p.variant) if p.variant is not None else None))
     return Gate(revision.id, versions[0], combos, has_snippet=True,
                 binding_problems=key_binding_problems(doc))
 

@@ -84,9 +84,10 @@ def _match(allowed: list[KnobValue], value: Any) -> KnobValue | None:
 def resolve(block: VerifyBlock, raw: dict[str, Any] | None) -> tuple[int, dict[str, KnobValue]]:
     """(world size, params) for requested knob values; unknown or disallowed values raise InvalidKnob.
 
-    A knob named `world_size` sets the number of ranks as well as appearing in params.
+    A knob named `world_size` sets the number of ranks as well as appearing in params. A
+    rendered variant's `params` (its variables) come first; knobs never share their names.
     """
-    params: dict[str, KnobValue] = block.defaults()
+    params: dict[str, KnobValue] = {**block.params, **block.defaults()}
     for name, value in dict(raw or {}).items():
         knob = block.knobs.get(name)
         if knob is None:

@@ -7,7 +7,15 @@ from typing import Any
 import pytest
 
 from app.questions.schema import QuestionDoc
-from app.quizzes.grading import InvalidAnswer, correct_answer, grade, tolerance_text
+from app.quizzes.grading import (
+    MAX_TALK_BYTES,
+    InvalidAnswer,
+    correct_answer,
+    grade,
+    grade_part,
+    grade_parts,
+    tolerance_text,
+)
 
 
 def doc(**fields: Any) -> QuestionDoc:
@@ -132,3 +140,72 @@ def test_correct_answer_has_the_shape_answers_take() -> None:
 )
 def test_tolerance_is_stated_in_words(answer: dict[str, Any], words: str) -> None:
     assert tolerance_text(numeric(**answer)) == words
+
+
+# ------------------------------------------------------------------ cases and talk-throughs
+
+CASE = doc(type="case", parts=[
+    {"prompt": "one?", "type": "single", "explanation": "e",
+     "choices": [{"text": "x"}, {"text": "y", "correct": True}]},
+    {"prompt": "which?", "type": "multi", "explanation": "e",
+     "choices": [{"text": "p", "correct": True}, {"text": "q", "correct": True}, {"text": "r"}]},
+    {"prompt": "how many?", "type": "numeric", "explanation": "e", "answer": {"value": 14, "rel_tol": 0.05}},
+])
+
+
+def test_a_case_scores_the_mean_of_its_parts_each_graded_like_its_type() -> None:
+    g = grade(CASE, {"parts": ["b", ["a", "b"], "14,2"]})
+    assert (g.score, g.correct) == (1.0, True)
+    assert g.answer == {"parts": ["b", ["a", "b"], 14.2]}
+    half = grade(CASE, {"parts": ["a", ["a"], "13.5"]})  # 0, 0.5 (one of two right picks), 1
+    assert half.score == pytest.approx(0.5) and not half.correct
+    assert [p.score for p in grade_parts(CASE, {"parts": ["a", ["a"], "13.5"]})] == [0.0, 0.5, 1.0]
+    assert correct_answer(CASE) == {"parts": ["b", ["a", "b"], 14.0]}
+
+
+def test_a_case_part_is_graded_alone_as_it_is_answered() -> None:
+    assert grade_part(CASE, 2, "14").correct
+    assert not grade_part(CASE, 0, "a").correct
+    with pytest.raises(InvalidAnswer):
+        grade_part(CASE, 3, "a")
+    with pytest.raises(InvalidAnswer):
+        grade_part(CASE, 0, "z")
+
+
+@pytest.mark.parametrize("answer", [["b", ["a"], "14"], {"parts": ["b", ["a"]]}, {"parts": "b"},
+                                    {"parts": ["b", ["a"], "fourteen"]}, {"parts": ["z", ["a"], "1"]}, None])
+def test_a_case_answer_has_one_valid_answer_per_part(answer: Any) -> None:
+    with pytest.raises(InvalidAnswer):
+        grade(CASE, answer)
+
+
+TALK = doc(type="talk", model_answer="m", explanation="", rubric=["one", "two", "three", "four", "five"])
+
+
+def test_a_talk_through_scores_the_share_of_moves_ticked() -> None:
+    g = grade(TALK, {"text": "I would roll back first.", "ticked": [3, 0, 1, 2]})
+    assert (g.score, g.correct) == (0.8, True)
+    assert g.answer == {"text": "I would roll back first.", "ticked": [0, 1, 2, 3]}
+    assert grade(TALK, {"text": "", "ticked": [0, 1, 2]}).correct is False
+    assert grade(TALK, {"ticked": []}).score == 0.0
+    assert correct_answer(TALK) is None
+
+
+@pytest.mark.parametrize("answer", [
+    {"text": "x", "ticked": [5]}, {"text": "x", "ticked": [0, 0]}, {"text": "x", "ticked": [True]},
+    {"text": 3, "ticked": []}, {"text": "x", "ticked": "0"}, {"text": "x", "extra": 1}, "text", None,
+    {"text": "é" * (MAX_TALK_BYTES // 2 + 1), "ticked": []},
+])
+def test_a_talk_answer_is_text_up_to_8_kb_and_distinct_rubric_numbers(answer: Any) -> None:
+    with pytest.raises(InvalidAnswer):
+        grade(TALK, answer)
+    assert grade(TALK, {"text": "a" * MAX_TALK_BYTES, "ticked": [4]}).score == 0.2
+
+
+def test_a_question_with_variables_is_graded_through_its_rendered_variant() -> None:
+    template = doc(type="numeric", variables={"n": [2, 4]}, compute={"total": "n * 3"},
+                   prompt="{{ n }} ranks?", answer={"formula": "total"})
+    with pytest.raises(ValueError, match="rendered variant"):
+        grade(template, "6")
+    assert grade(template.render(0), "6").correct and grade(template.render(1), "12").correct
+    assert correct_answer(template.render(1)) == 12.0

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from app.cli import app as cli_app
 from app.questions.bank import write_bank
 from app.questions.fairness import (
+    HEDGE_WORDS,
     MAX_LONGEST_KEY_SHARE,
     MIN_QUESTIONS_FOR_SHARE_RULES,
     check_fairness,
+    hedges,
     near_duplicates,
 )
 from app.questions.schema import QuestionDoc, TopicDoc
@@ -144,3 +147,74 @@ def test_bank_check_prints_warnings_without_failing_and_fails_on_bank_errors(tmp
     assert result.exit_code == 1
     assert "choice a is the key of 16 of 16" in result.stderr
     assert "key positions: a: 16" in result.stdout
+
+
+def hedged(i: int, texts: list[str], key: int) -> QuestionDoc:
+    choices = [{"text": t, "correct": k == key} for k, t in enumerate(texts)]
+    return QuestionDoc.model_validate({
+        "slug": f"h{i}", "topic": "t", "title": f"H{i}", "difficulty": 1, "type": "single",
+        "prompt": _prompt(200 + i), "choices": choices, "explanation": "Because."})
+
+
+PLAIN = ["the reducer sums gradients", "each rank keeps its own", "rank zero broadcasts it"]
+
+
+@pytest.mark.parametrize("word", list(HEDGE_WORDS))
+def test_a_key_that_alone_hedges_is_an_error_naming_file_and_choice(word: str) -> None:
+    texts = [*PLAIN, f"it {word.upper() if word == 'can' else word} divide by the world size"]
+    report = check_fairness([*balanced(12), hedged(1, texts, 3)])
+    assert [(f.rule, f.file) for f in report.errors] == [("hedged-key", "t/h1.yaml")]
+    assert report.errors[0].message.startswith(f"choice d ({word!r}), the key, is the only choice")
+
+
+def test_a_hedge_in_a_distractor_too_or_in_no_choice_is_fine() -> None:
+    both = hedged(1, ["it usually fails", *PLAIN[1:], "it may divide"], 3)
+    wrong_only = hedged(2, ["it usually fails", *PLAIN[1:], "it divides"], 3)
+    assert check_fairness([*balanced(12), both, wrong_only]).errors == []
+
+
+@pytest.mark.parametrize("text", ["it cannot divide", "it can't divide", "scan the ranks",
+                                  "`can_sync` is set", "mayhem ensues", "it often_fails", "most cases"])
+def test_hedge_words_are_whole_words_only(text: str) -> None:
+    assert hedges(text) == []
+    assert check_fairness([*balanced(12), hedged(1, [*PLAIN, text], 3)]).errors == []
+
+
+def test_the_hedge_words_are_exactly_the_format_list() -> None:
+    assert HEDGE_WORDS == ("usually", "typically", "generally", "often", "may", "might", "can",
+                           "could", "sometimes", "tends", "likely", "mostly", "in most cases", "depends")
+    assert hedges("In most\ncases it Depends; it MIGHT") == ["in most cases", "depends", "might"]
+
+
+def test_a_hedged_key_in_a_case_part_or_in_one_variant_is_named() -> None:
+    case = QuestionDoc.model_validate({
+        "slug": "c", "topic": "t", "title": "C", "difficulty": 2, "type": "case",
+        "prompt": "A scenario.", "explanation": "Debrief.",
+        "parts": [{"prompt": "n?", "type": "numeric", "answer": {"value": 1}, "explanation": "1."},
+                  {"prompt": "which?", "type": "single", "explanation": "e.",
+                   "choices": [{"text": "it always fails"}, {"text": "it often works", "correct": True}]}]})
+    templated = QuestionDoc.model_validate({
+        "slug": "v", "topic": "t", "title": "V", "difficulty": 1, "type": "single",
+        "variables": {"word": ["is", "tends to be"]}, "prompt": _prompt(300),
+        "choices": [{"text": "it {{ word }} divided", "correct": True}, {"text": "it is summed"}],
+        "explanation": "e."})
+    report = check_fairness([*balanced(12), case, templated])
+    assert [(f.file, f.message.split(",")[0]) for f in report.errors] == [
+        ("t/c.yaml", "parts[1] choice b ('often')"), ("t/v.yaml", "choice a ('tends')")]
+
+
+def test_cases_and_talk_throughs_stay_out_of_the_bank_wide_counts() -> None:
+    talk = QuestionDoc.model_validate({
+        "slug": "k", "topic": "t", "title": "K", "difficulty": 2, "type": "talk",
+        "prompt": "Talk me through it.", "model_answer": "m", "rubric": ["a", "b", "c"]})
+    report = check_fairness([*balanced(16), talk])
+    assert report.single_count == 16 and report.errors == []
+
+
+def test_bank_check_fails_on_a_hedged_key_naming_file_and_choice(tmp_path: Path) -> None:
+    docs = [*balanced(12), hedged(1, [*PLAIN, "it might divide"], 3)]
+    write_bank(tmp_path / "b", docs, {"t": TopicDoc(title="T")})
+    result = CliRunner().invoke(cli_app, ["bank", "check", str(tmp_path / "b")])
+    assert result.exit_code == 1
+    assert ("t/h1.yaml: choice d ('might'), the key, is the only choice that hedges"
+            in " ".join(result.stderr.split()))

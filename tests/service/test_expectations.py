@@ -30,7 +30,7 @@ def result(**over: Any) -> RunResult:
                     bucket(1, 0, 0, 5.2)],
     }
     for name, value in over.items():
-        if name.startswith("rank"):  # rank0_blocked_in=..., rank1_error=...
+        if name.startswith("rank"):  # rank0_blocked_in=..., rank1_error=..., rank0_bytes_sent=...
             index, field = name[4], name[6:]
             base["ranks"][int(index)][field] = value
         else:
@@ -135,3 +135,57 @@ def test_an_unexpected_outcome_says_why() -> None:
     assert got.measured == "outcome error: Rank 1 raised RuntimeError: boom"
     # An expected outcome needs no reason.
     assert check(exp(outcome="error"), failed).measured == "outcome error"
+
+
+def _started(*ops: tuple[str, str], iteration: int | None = None) -> list[dict[str, Any]]:
+    return [{"kind": "collective_start", "op": op, "source": source, "iteration": iteration,
+             "t_ms": 1.0} for op, source in ops]
+
+
+def test_collectives_count_each_ranks_starts_of_one_op() -> None:
+    res = result(rank0_events=_started(("all_reduce", "snippet"), ("all_reduce", "torch"),
+                                       ("broadcast", "snippet")),
+                 rank1_events=_started(("all_reduce", "snippet")))
+    got = check(exp(collectives={"op": "all_reduce", "count": 2}), res)
+    assert got.passed and got.expected == "all_reduce entered exactly 2 times on rank 0"
+    assert check(exp(collectives={"op": "all_reduce", "count": 1, "source": "torch"}), res).passed
+    assert check(exp(collectives={"op": "all_reduce", "count": 1, "source": "snippet"}), res).passed
+    every = check(exp(collectives={"rank": "all", "op": "all_reduce", "at_least": 2}), res)
+    assert not every.passed and every.per_rank == {0: (2, True), 1: (1, False)}
+    assert check(exp(collectives={"rank": "all", "op": "all_reduce", "at_most": 2}), res).passed
+    assert check(exp(collectives={"rank": 1, "op": "barrier", "count": 0}), res).passed
+    missing = check(exp(collectives={"rank": 5, "op": "barrier", "count": 0}), res)
+    assert not missing.passed and "(not in this run)" in missing.measured
+
+
+def test_collectives_can_count_one_iteration() -> None:
+    res = result(rank0_events=_started(("all_reduce", "snippet"), iteration=1)
+                 + _started(("all_reduce", "snippet"), ("all_reduce", "snippet"), iteration=2))
+    assert check(exp(collectives={"op": "all_reduce", "iteration": 2, "count": 2}), res).passed
+    assert check(exp(collectives={"op": "all_reduce", "count": 3}), res).passed
+
+
+def test_bytes_compare_with_a_relative_tolerance_bounds_or_another_ranks_bytes() -> None:
+    res = result(rank0_bytes_sent=1_050_000, rank1_bytes_sent=2_100)
+    near = check(exp(bytes={"equals": 2**20}), res)
+    assert near.passed and near.expected == "bytes sent = 1,048,576 (±5%) on rank 0"
+    assert not check(exp(bytes={"equals": 2**20, "tol": 0.001}), res).passed
+    assert check(exp(bytes={"rank": 1, "at_most": 65536}), res).passed
+    assert not check(exp(bytes={"rank": "all", "at_least": 65536}), res).passed
+    ratio = check(exp(bytes={"rank": 0, "ratio_to": {"rank": 1}, "equals": 500, "tol": 0.01}), res)
+    assert ratio.passed and ratio.per_rank == {0: (500.0, True)}
+    silent = result(rank0_bytes_sent=10, rank1_bytes_sent=0)
+    nothing = check(exp(bytes={"rank": 0, "ratio_to": {"rank": 1}, "equals": 1}), silent)
+    assert not nothing.passed and "rank 1 sent nothing" in nothing.measured
+
+
+@pytest.mark.parametrize("body", [
+    {"collectives": {"op": "all_reduce"}},
+    {"collectives": {"op": "all_reduce", "count": 1, "at_most": 2}},
+    {"bytes": {"at_most": 1, "at_least": 0}},
+    {"bytes": {"ratio_to": {"rank": 1}, "at_most": 2}},
+    {"collectives": {"op": "all_reduce", "count": -1}},
+])
+def test_collectives_and_bytes_take_exactly_one_bound(body: dict[str, Any]) -> None:
+    with pytest.raises(ValueError):
+        exp(**body)
