@@ -30,19 +30,27 @@ def local(t):
 
 
 torch.manual_seed(0)
-ref = MLP()
-model = copy.deepcopy(ref)
+ref = MLP()                                 # rank 0's initialisation, built the same on every rank
+if params.get("seed_per_rank", False):
+    torch.manual_seed(rank)                 # each rank initialises its own, different, full model
+    model = MLP()
+else:
+    model = copy.deepcopy(ref)
 mesh = init_device_mesh("cpu", (world_size,))
 col_row = params.get("order", "col_row") == "col_row"
 if col_row:   # Megatron's order: column-parallel first, row-parallel second
     plan = {"up": ColwiseParallel(), "down": RowwiseParallel()}
 else:         # the reverse, for comparison: the first layer's input must arrive split by features
     plan = {"up": RowwiseParallel(), "down": ColwiseParallel()}
-parallelize_module(model, mesh, plan)
+src = params.get("src_data_rank", 0)
+# 0 (the default): rank 0's full weights are scattered (shards) and broadcast (replicas) to the
+# other ranks; None: every rank keeps its own slice of whatever it initialised
+parallelize_module(model, mesh, plan, src_data_rank=None if src == "none" else src)
 
 hidden = {}
 model.up.register_forward_hook(lambda mod, args, out: hidden.update(shape=list(local(out).shape)))
 
+torch.manual_seed(1)
 x = torch.randn(4, 8)                       # every TP rank sees the same batch
 x_in = x if col_row else x.chunk(world_size, dim=-1)[rank]
 x_in = x_in.clone().requires_grad_(params.get("input_requires_grad", True))
@@ -66,6 +74,7 @@ for name in ("up", "down"):
     report(f"{name}_bias_local_shape", list(layer.bias.to_local().shape))
     report(f"{name}_bias_placement", str(layer.bias.placements[0]))
 if col_row:
+    report("down_bias_is_rank0_init", torch.allclose(model.down.bias.to_local(), ref.down.bias))
     # each rank's weight gradient is the gradient of its own rows, with nothing exchanged
     own_rows = ref.up.weight.grad.chunk(world_size, dim=0)[rank]
     report("up_weight_grad_local_shape", list(model.up.weight.grad.to_local().shape))
