@@ -39,7 +39,8 @@ def tcp_sockets():
     fds = []
     for name in os.listdir("/proc/self/fd"):
         try:
-            if os.readlink(f"/proc/self/fd/{name}").startswith("socket:") and bytes_sent(int(name)) is not None:
+            is_socket = os.readlink(f"/proc/self/fd/{name}").startswith("socket:")
+            if is_socket and bytes_sent(int(name)) is not None:
                 fds.append(int(name))
         except OSError:
             pass

@@ -65,8 +65,8 @@ report("forward_collectives", counts(fwd))
 report("backward_collectives", counts(bwd))
 report("hidden_local_shape", hidden["shape"])
 report("output_local_shape", list(local(out).shape))
-report("output_matches_unsplit", torch.allclose(local(out), want if col_row else want.chunk(world_size, -1)[rank],
-                                                atol=1e-6))
+expected = want if col_row else want.chunk(world_size, -1)[rank]   # reversed: each rank holds a slice
+report("output_matches_unsplit", torch.allclose(local(out), expected, atol=1e-6))
 for name in ("up", "down"):
     layer = getattr(model, name)
     report(f"{name}_weight_local_shape", list(layer.weight.to_local().shape))
