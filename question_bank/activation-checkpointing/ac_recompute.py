@@ -6,8 +6,12 @@ import functools
 
 import torch
 from torch import nn
-from torch.utils.checkpoint import (CheckpointPolicy, checkpoint, create_selective_checkpoint_contexts,
-                                    set_checkpoint_early_stop)
+from torch.utils.checkpoint import (
+    CheckpointPolicy,
+    checkpoint,
+    create_selective_checkpoint_contexts,
+    set_checkpoint_early_stop,
+)
 from torch.utils.flop_counter import FlopCounterMode
 
 
@@ -81,5 +85,5 @@ report("pre_hook_calls_step", pre_calls[0])
 report("post_hook_calls_step", post_calls[0])
 report("step_flops_over_forward_flops", flops.get_total_flops() / forward_flops)
 report("saved_activation_bytes", sum(saved.values()))
-report("grads_match_no_checkpoint", all(
-    torch.allclose(p.grad, q.grad, atol=1e-6) for p, q in zip(blocks.parameters(), reference.parameters())))
+pairs = zip(blocks.parameters(), reference.parameters(), strict=True)
+report("grads_match_no_checkpoint", all(torch.allclose(p.grad, q.grad, atol=1e-6) for p, q in pairs))

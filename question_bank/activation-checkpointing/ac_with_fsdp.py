@@ -51,5 +51,6 @@ plain(x).sum().backward()                    # the same batch on every rank, so 
 report("forward_all_gathers", forward_all_gathers)
 report("backward_all_gathers", all_gathers(comm) - forward_all_gathers)
 report("layer_forward_starts", starts[0])
+pairs = zip(model.parameters(), plain.parameters(), strict=True)
 report("grads_match_unsharded", all(
-    torch.allclose(p.grad.full_tensor(), q.grad, atol=1e-6) for p, q in zip(model.parameters(), plain.parameters())))
+    torch.allclose(p.grad.full_tensor(), q.grad, atol=1e-6) for p, q in pairs))

@@ -44,4 +44,5 @@ state = {"model": get_model_state_dict(fresh)}
 dcp.load(state, checkpoint_id="/tmp/ckpt")
 set_model_state_dict(fresh, state["model"])
 if rank == 0:
-    report("checkpoint_has_values_from_before_the_update", bool(torch.equal(fresh[0].weight.to_local(), before)))
+    unchanged = torch.equal(fresh[0].weight.to_local(), before)
+    report("checkpoint_has_values_from_before_the_update", bool(unchanged))

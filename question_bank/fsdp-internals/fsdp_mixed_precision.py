@@ -57,7 +57,8 @@ fully_shard(model, mp_policy=mp, reshard_after_forward=False)
 opt = torch.optim.Adam(model.parameters(), lr=1e-3)
 
 seen = {}
-model[0].register_forward_pre_hook(lambda mod, args: seen.update(weight=str(mod.weight.dtype), input=str(args[0].dtype)))
+model[0].register_forward_pre_hook(
+    lambda mod, args: seen.update(weight=str(mod.weight.dtype), input=str(args[0].dtype)))
 
 x = torch.randn(8, 256)
 for _ in range(2):  # the second step is measured; the first warms up the connections

@@ -25,7 +25,12 @@ ddp_grads = [p.grad for p in ddp_model.parameters()]
 fsdp_grads = [p.grad.full_tensor() for p in fsdp_model.parameters()]
 local_grads = [p.grad for p in local_model.parameters()]
 report("shard_rows_of_first_weight", fsdp_model[0].weight.grad.to_local().shape[0])
-report("max_diff_fsdp_vs_ddp", max((a - b).abs().max().item() for a, b in zip(fsdp_grads, ddp_grads)))
-report("fsdp_equals_ddp", all(torch.allclose(a, b, atol=1e-6) for a, b in zip(fsdp_grads, ddp_grads)))
-report("fsdp_equals_twice_ddp", all(torch.allclose(a, 2 * b, atol=1e-6) for a, b in zip(fsdp_grads, ddp_grads)))
-report("fsdp_equals_local", all(torch.allclose(a, b, atol=1e-6) for a, b in zip(fsdp_grads, local_grads)))
+def all_close(xs, ys, scale=1.0):
+    return all(torch.allclose(x, scale * y, atol=1e-6) for x, y in zip(xs, ys, strict=True))
+
+
+diffs = [(a - b).abs().max().item() for a, b in zip(fsdp_grads, ddp_grads, strict=True)]
+report("max_diff_fsdp_vs_ddp", max(diffs))
+report("fsdp_equals_ddp", all_close(fsdp_grads, ddp_grads))
+report("fsdp_equals_twice_ddp", all_close(fsdp_grads, ddp_grads, scale=2.0))
+report("fsdp_equals_local", all_close(fsdp_grads, local_grads))

@@ -5,10 +5,10 @@ import copy
 import torch
 import torch.distributed as dist
 from torch import nn
+from torch._C._distributed_c10d import ProcessGroup
 from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.fsdp import fully_shard
 from torch.distributed.tensor.debug import CommDebugMode
-from torch._C._distributed_c10d import ProcessGroup
 from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -77,7 +77,8 @@ report("backward_group_sizes", sorted({f"{n.split('.')[1]}:{s}" for n, s in bwd_
 ddp = DDP(reference)
 ddp(x).sum().backward()
 full_grad = w.grad.full_tensor()
-report("grad_matches_ddp_over_all_ranks", bool(torch.allclose(full_grad, reference[0].weight.grad, atol=1e-6)))
+matches = torch.allclose(full_grad, reference[0].weight.grad, atol=1e-6)
+report("grad_matches_ddp_over_all_ranks", bool(matches))
 
 # A second forward: does it gather again, or reuse anything from the first step?
 again = CommDebugMode()

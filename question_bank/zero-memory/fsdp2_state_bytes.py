@@ -39,4 +39,5 @@ report("total_bytes_per_param", round((param_bytes + grad_bytes + adam_bytes) / 
 report("param_dtype", str(next(model.parameters()).to_local().dtype))
 report("grad_dtype", str(next(model.parameters()).grad.to_local().dtype))
 # Anything left gathered (a plain tensor instead of a DTensor) after the step?
-report("unsharded_params_after_step", sum(p.numel() for p in model.parameters() if not isinstance(p, DTensor)))
+gathered = [p for p in model.parameters() if not isinstance(p, DTensor)]
+report("unsharded_params_after_step", sum(p.numel() for p in gathered))
