@@ -12,7 +12,7 @@ from __future__ import annotations
 import difflib
 import tempfile
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -20,6 +20,7 @@ from typing import Any
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
+from app import ratelimit
 from app.accounts.models import ROLE_ADMIN, User
 from app.accounts.service import audit
 from app.authoring import bankfiles
@@ -47,7 +48,7 @@ from app.questions.service import (
 )
 from app.verify import gate
 from app.verify import service as verify_service
-from app.verify.models import Run, Verdict
+from app.verify.models import RUN_FAILED, Run, Verdict
 
 # An upload not confirmed within this time is deleted.
 UPLOAD_RETENTION = timedelta(hours=1)
@@ -243,33 +244,67 @@ def retire(*, db_session: Session, question: Question, user: User) -> None:
 
 def request_verification(
     *, db_session: Session, question: Question, user: User, fresh: bool = False,
+    limit_per_minute: int = 30,
 ) -> list[Run]:
     """Queue (or reuse from the cache) a run for every audited combination of the revision that
-    publishing would show; audited. Empty when there is nothing to publish or run."""
+    publishing would show; audited. Empty when there is nothing to publish or run.
+
+    These are shared runs (the cache learners will hit once it is published). A fresh
+    request never takes from learners the runs they are shown now, and new runs count
+    against the author's budget of runs per minute."""
     rev = publishable_revision(db_session=db_session, question=question)
     if rev is None:
         return []
-    runs = gate.request_runs(db_session=db_session, revision=rev,
-                             versions=verify_service.engine_versions(),
-                             requested_by=f"author:{user.id}", fresh=fresh)
+    versions = verify_service.engine_versions()
+    planned = gate.plan(revision_doc(rev), revision_id=rev.id, versions=versions)
+    new = sum(1 for req in planned if fresh or verify_service.find_live(
+        db_session=db_session, key=req.key) is None)
+    _count_author_runs(db_session, user, new, limit_per_minute)
+    runs = gate.request_runs(db_session=db_session, revision=rev, versions=versions,
+                             requested_by=f"author:{user.id}", fresh=fresh, keep_published=True)
     audit(db_session=db_session, user=user, action="question.verify", target=question.slug,
           detail={"revision": rev.number, "runs": [r.id for r in runs]})
     return runs
 
 
+def _count_author_runs(db_session: Session, user: User, new: int, limit_per_minute: int) -> None:
+    if new:
+        ratelimit.hit(db_session=db_session, bucket="author-run", key=str(user.id),
+                      limit=limit_per_minute, window_s=60, cost=new,
+                      message=f"Too many new runs in the last minute (at most {limit_per_minute}); "
+                              "cached runs stay free. Wait a moment and run again.")
+
+
 def run_draft(
-    *, db_session: Session, doc: QuestionDoc, user: User, params: dict[str, Any], fresh: bool = False,
+    *, db_session: Session, doc: QuestionDoc, user: User, params: dict[str, Any], client_ip: str,
+    caps: verify_service.PrivateCaps, fresh: bool = False, limit_per_minute: int = 30,
 ) -> Run:
     """Run an editor's snippet as it stands (saved or not) with these knob values; audited.
 
-    Raises knobs.InvalidKnob for a value the draft does not allow.
+    A finished run of the same snippet and knobs, shared or the author's own, is reused
+    (unless `fresh`). A new run is the author's own (private): it waits in the same fair
+    queue as learners' code, never ahead of the bank's runs, and never replaces the run
+    learners are shown. Raises knobs.InvalidKnob for a value the draft does not allow,
+    RateLimited past the author's budget or the queue's caps.
     """
     torch_v, harness_v = verify_service.engine_versions()
-    req = verify_service.request_for(doc, params, torch_version=torch_v, harness_version=harness_v,
-                                     requested_by=f"author:{user.id}")
-    run, cached = verify_service.request_run(db_session=db_session, req=req, fresh=fresh)
+    shared = verify_service.request_for(doc, params, torch_version=torch_v, harness_version=harness_v,
+                                        requested_by=f"author:{user.id}")
+    live = verify_service.find_live(db_session=db_session, key=shared.key)
+    if live is not None and live.status != RUN_FAILED and not fresh:
+        run, cached = live, True
+    else:
+        own = replace(shared, owner=f"author:{user.id}", requested_ip=client_ip)
+        mine = verify_service.find_live(db_session=db_session, key=own.key)
+        reuse = mine is not None and mine.status != RUN_FAILED and not fresh
+        if not reuse:
+            _count_author_runs(db_session, user, 1, limit_per_minute)
+            verify_service.check_private_capacity(db_session=db_session,
+                                                  requested_by=own.requested_by or "",
+                                                  client_ip=client_ip, new=1, caps=caps)
+        run, cached = verify_service.request_run(db_session=db_session, req=own, fresh=fresh)
     audit(db_session=db_session, user=user, action="run.request", target=doc.slug,
-          detail={"run": run.id, "params": req.params, "cached": cached})
+          detail={"run": run.id, "params": run.params, "cached": cached})
     return run
 
 

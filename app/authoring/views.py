@@ -24,13 +24,15 @@ from app.deps import (
     AuthorUser,
     FormDep,
     SessionDep,
+    SettingsDep,
     WriteSessionDep,
+    client_ip,
     is_htmx,
     notify_workers,
     require_admin,
     require_author,
 )
-from app.errors import Conflict, Forbidden, InvalidInput, NotFound
+from app.errors import Busy, Conflict, Forbidden, InvalidInput, NotFound, RateLimited
 from app.questions.models import STATUS_DRAFT, STATUS_PUBLISHED, STATUS_RETIRED, Question, Topic
 from app.questions.schema import Expectation, key_binding_problems
 from app.questions.service import revision_doc
@@ -40,6 +42,7 @@ from app.verify import gate, knobs
 from app.verify import service as verify_service
 from app.verify.expectations import evaluate
 from app.verify.models import RUN_QUEUED, RUN_RUNNING, Run
+from app.verify.service import PrivateCaps
 
 router = APIRouter(include_in_schema=False)
 author = APIRouter(prefix="/author", include_in_schema=False, dependencies=[Depends(require_author)])
@@ -221,7 +224,7 @@ def _run_ctx(run: Run, expect_text: str | None) -> dict[str, Any]:
 
 @author.post("/run")
 def run_now(request: Request, raw: FormDep, background: BackgroundTasks, db_session: SessionDep,
-            user: AuthorUser, _: CSRF) -> Response:
+            user: AuthorUser, settings: SettingsDep, _: CSRF) -> Response:
     """Run the snippet as it stands in the editor (saved or not) with the chosen knobs."""
     form = schemas.EditorForm.from_form(raw)
     if not form.slug:
@@ -233,10 +236,17 @@ def run_now(request: Request, raw: FormDep, background: BackgroundTasks, db_sess
                       {"snippet": ["write a snippet to run"]}}, status=422)
     try:
         run = service.run_draft(db_session=db_session, doc=doc, user=user,
-                                params=knobs.from_form(doc.verify, raw), fresh=raw.get("fresh") == "1")
+                                params=knobs.from_form(doc.verify, raw), client_ip=client_ip(request),
+                                caps=PrivateCaps.from_settings(settings),
+                                fresh=raw.get("fresh") == "1",
+                                limit_per_minute=settings.author_run_rate_per_minute)
     except knobs.InvalidKnob as exc:
         return _page(request, "_run_result.html",
                      {"run": None, "form_errors": {"knobs": [str(exc)]}}, status=422)
+    except (RateLimited, Busy) as exc:
+        return _page(request, "_run_result.html",
+                     {"run": None, "form_errors": {"snippet": [str(exc)]}}, status=exc.status,
+                     headers=exc.headers)
     # After the response, so after the commit: a worker woken sooner finds no run yet and
     # sleeps until its next poll.
     background.add_task(notify_workers, request)
@@ -314,12 +324,13 @@ def gate_panel(request: Request, slug: str, db_session: SessionDep, user: Author
 @author.post("/questions/{slug}/verify")
 def verify_all(
     request: Request, slug: str, form: FormDep, background: BackgroundTasks, db_session: SessionDep,
-    user: AuthorUser, _: CSRF
+    user: AuthorUser, settings: SettingsDep, _: CSRF
 ) -> Response:
     """Queue a run for every audited knob combination of the draft (cached ones are reused)."""
     question = _editable_question(db_session, user, slug)
     if service.request_verification(db_session=db_session, question=question, user=user,
-                                    fresh=form.get("fresh") == "1"):
+                                    fresh=form.get("fresh") == "1",
+                                    limit_per_minute=settings.author_run_rate_per_minute):
         background.add_task(notify_workers, request)  # after the commit, as in run_now
     return _page(request, "_gate.html", _gate_ctx(db_session, user, question))
 

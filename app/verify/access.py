@@ -25,7 +25,7 @@ from app.render.runs import Change, compare
 from app.verify import service
 from app.verify.engine.result import RunResult
 from app.verify.expectations import CheckResult, ChoiceEvidence, choice_evidence, evaluate
-from app.verify.models import PRIORITY_LEARNER_CODE, RUN_DONE, RUN_FAILED, Run
+from app.verify.models import PRIORITY_PRIVATE, RUN_DONE, RUN_FAILED, Run
 
 # Fresh runs per learner are counted over this window.
 RATE_WINDOW_SECONDS = 60
@@ -111,7 +111,7 @@ def visible_run(*, db_session: Session, run_id: int, learner_id: str, is_author:
         raise NotFound(f"No run {run_id}.")
     if is_author:
         return run
-    if run.priority == PRIORITY_LEARNER_CODE:
+    if run.priority == PRIORITY_PRIVATE:
         if run.requested_by == f"learner:{learner_id}":
             return run
         raise NotFound(f"No run {run_id}.")
@@ -131,7 +131,7 @@ def visible_run(*, db_session: Session, run_id: int, learner_id: str, is_author:
 def shown_snippet(run: Run, *, is_author: bool) -> str:
     """The code a run's page prints: a learner sees only their own code, never the checks
     appended to it (authors see everything that ran)."""
-    if run.priority == PRIORITY_LEARNER_CODE and not is_author:
+    if run.priority == PRIORITY_PRIVATE and not is_author:
         return run.snippet_text.rsplit(service.HARNESS_MARK, 1)[0]
     return run.snippet_text
 

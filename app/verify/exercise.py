@@ -25,7 +25,7 @@ from app.verify import service
 from app.verify.access import IP_RATE_FACTOR, RATE_WINDOW_SECONDS
 from app.verify.engine import SnippetSyntaxError, check_snippet
 from app.verify.expectations import CheckResult, applies, check
-from app.verify.models import PRIORITY_LEARNER_CODE, RUN_DONE, RUN_FAILED, Run
+from app.verify.models import PRIORITY_PRIVATE, RUN_DONE, RUN_FAILED, Run
 
 # Learner code is capped at this many bytes of UTF-8.
 MAX_CODE_BYTES = 20 * 1024
@@ -87,10 +87,10 @@ def submit(
             new += 1
     if new:
         used = service.fresh_runs_since(db_session=db_session, requested_by=tag,
-                                        seconds=RATE_WINDOW_SECONDS, priority=PRIORITY_LEARNER_CODE)
+                                        seconds=RATE_WINDOW_SECONDS, priority=PRIORITY_PRIVATE)
         from_ip = service.fresh_runs_since(db_session=db_session, requested_ip=client_ip,
                                            seconds=RATE_WINDOW_SECONDS,
-                                           priority=PRIORITY_LEARNER_CODE)
+                                           priority=PRIORITY_PRIVATE)
         if used + new > limit_per_minute or from_ip + new > limit_per_minute * IP_RATE_FACTOR:
             raise RateLimited(
                 f"Too many runs of your code in the last minute (limit {limit_per_minute} runs; "
@@ -203,7 +203,7 @@ def submission(
     runs: list[Run] = []
     for run_id in parse_token(token):
         run = service.get_run(db_session=db_session, run_id=run_id)
-        if run is None or run.priority != PRIORITY_LEARNER_CODE \
+        if run is None or run.priority != PRIORITY_PRIVATE \
                 or run.requested_by != owner_tag(learner_id):
             raise NotFound("No such submission.")
         runs.append(run)

@@ -25,7 +25,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from app.questions.models import QuestionRevision
+from app.questions.models import STATUS_PUBLISHED, Question, QuestionRevision
 from app.questions.schema import FieldError, QuestionDoc, describe_variant, key_binding_problems, show_value
 from app.questions.service import render_variant, revision_doc
 from app.verify import service
@@ -222,12 +222,30 @@ def plan(
 
 def request_runs(
     *, db_session: Session, revision: QuestionRevision, versions: tuple[str, str],
-    requested_by: str, fresh: bool = False,
+    requested_by: str, fresh: bool = False, keep_published: bool = False,
 ) -> list[Run]:
-    """Queue (or reuse from the cache) a run for every audited combination of a revision."""
+    """Queue (or reuse from the cache) a run for every audited combination of a revision.
+
+    `fresh` executes them again; with `keep_published` (an author's request from the web)
+    never the runs learners are shown now — the published revision's own combinations,
+    which a fresh run would take from them until it finished."""
     planned = _planned(revision_doc(revision), key=revision.content_hash, revision_id=revision.id,
                        versions=versions, requested_by=requested_by)
-    return [service.request_run(db_session=db_session, req=p.req, fresh=fresh)[0] for p in planned]
+    shown = _published_keys(db_session, revision, versions) if fresh and keep_published else set()
+    return [service.request_run(db_session=db_session, req=p.req,
+                                fresh=fresh and p.req.key not in shown)[0] for p in planned]
+
+
+def _published_keys(db_session: Session, revision: QuestionRevision,
+                    versions: tuple[str, str]) -> set[str]:
+    """The cache keys of the runs learners are shown for this revision's question."""
+    question = db_session.get(Question, revision.question_id)
+    current = question.current_revision if question is not None else None
+    if question is None or current is None or question.status != STATUS_PUBLISHED:
+        return set()
+    return {p.req.key for p in _planned(revision_doc(current), key=current.content_hash,
+                                        revision_id=current.id, versions=versions,
+                                        requested_by=None)}
 
 
 def check(*, db_session: Session, revision: QuestionRevision, versions: tuple[str, str]) -> Gate:

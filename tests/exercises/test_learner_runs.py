@@ -21,11 +21,10 @@ from app.review.models import ReviewCard
 from app.settings import Settings
 from app.verify import service
 from app.verify.exercise import MAX_CODE_BYTES
-from app.verify.models import PRIORITY_LEARNER_CODE, Run
+from app.verify.models import PRIORITY_PRIVATE, Run
 from app.verify.worker import Worker
 from tests.exercises.conftest import EXERCISE_BANK, SLUG, SOLUTION, STARTER
-from tests.factories import count, form_fields, import_folder, learner_id, parse, parse_fragment
-from tests.service.conftest import make_request
+from tests.factories import count, form_fields, import_folder, learner_id, make_request, parse, parse_fragment
 
 HX = {"HX-Request": "true"}
 SECRET = "SECRET-HIDDEN-LABEL"
@@ -104,7 +103,7 @@ def test_the_starter_fails_with_a_diagnosis_and_only_a_count_of_hidden_checks(
 
 def _run_ids(factory: sessionmaker[Session]) -> list[int]:
     with session_scope(factory) as s:
-        return list(s.scalars(select(Run.id).where(Run.priority == PRIORITY_LEARNER_CODE)
+        return list(s.scalars(select(Run.id).where(Run.priority == PRIORITY_PRIVATE)
                               .order_by(Run.id)))
 
 
@@ -226,7 +225,7 @@ def test_learner_code_is_claimed_only_after_every_shared_run(
         claimed = service.claim_run(db_session=s, worker_id="w", lease_seconds=30)
         assert claimed is not None and claimed.id == shared_id
         second = service.claim_run(db_session=s, worker_id="w", lease_seconds=30)
-        assert second is not None and second.priority == PRIORITY_LEARNER_CODE
+        assert second is not None and second.priority == PRIORITY_PRIVATE
 
 
 def test_an_exercise_is_never_a_quiz_item_and_its_question_url_leads_to_its_page(

@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from app.db import session_scope
 from app.settings import Settings
 from app.verify.audit import queue_published
-from app.verify.models import PRIORITY_LEARNER_CODE, Run
+from app.verify.models import PRIORITY_PRIVATE, Run
 from app.verify.worker import Worker
 from tests.exercises.conftest import SLUG, SOLUTION
 from tests.factories import PASSWORD, Account, login, parse, post_account_form
@@ -73,7 +73,7 @@ def test_a_learners_own_exercise_run_is_theirs_alone_and_never_shows_the_checks(
     assert "the exercise's checks" not in shown.get_text()
     with session_scope(session_factory) as s:
         run = s.get(Run, run_id)
-        assert run is not None and run.priority == PRIORITY_LEARNER_CODE
+        assert run is not None and run.priority == PRIORITY_PRIVATE
         checks = run.snippet_text.rsplit("# ---- the exercise's checks ----", 1)[1]
     for line in (ln.strip() for ln in checks.splitlines()):
         if len(line) > 12:

@@ -161,6 +161,8 @@ def _lock_down(limits: dict[str, Any]) -> None:
     cpu = max(1, math.ceil(float(limits["cpu_seconds"])))
     # SIGXCPU at the soft limit; SIGKILL a second later if the snippet ignores it.
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
+    # Lowering one's own priority needs no privilege; raising it back is refused.
+    os.setpriority(os.PRIO_PROCESS, 0, int(limits.get("nice", 0)))
 
 
 def _environment(rank: int, world_size: int, port: int, workdir: str) -> dict[str, str]:
