@@ -9,20 +9,24 @@ and the expectations are bound to the answer key without disagreement
 explained; a numeric key equal to the measured value). Both write the outcome as
 a `Verdict` with the same shape.
 
-An exercise is gated twice over on each audited combination: its reference
-solution must pass every check (visible and hidden), and its starter must fail
-at least one check somewhere, or there is nothing for the learner to fix.
+An exercise is gated on each audited combination: its reference solution must
+pass every check (visible and hidden); its starter must fail at least one check
+somewhere, or there is nothing for the learner to fix; and each of its known-wrong
+solutions (`exercise.wrong`) must fail at least one check somewhere, or the checks
+let that mistake through (`problems` names it). `reference: true` checks compare
+each run with the reference solution's run of the same combination.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy.orm import Session
 
 from app.questions.models import QuestionRevision
-from app.questions.schema import FieldError, QuestionDoc, key_binding_problems
+from app.questions.schema import FieldError, QuestionDoc, WrongSolution, key_binding_problems
 from app.questions.service import revision_doc
 from app.verify import service
 from app.verify.engine.result import RunResult
@@ -32,6 +36,9 @@ from app.verify.models import RUN_DONE, RUN_FAILED, RUN_QUEUED, RUN_RUNNING, Run
 ROLE_QUESTION = "question"
 ROLE_REFERENCE = "reference"
 ROLE_STARTER = "starter"
+ROLE_WRONG = "wrong"
+# Roles that must fail a check somewhere (the learner's code is never gated).
+_MUST_FAIL = (ROLE_STARTER, ROLE_WRONG)
 
 
 @dataclass
@@ -43,8 +50,15 @@ class ComboCheck:
     run: Run | None
     result: RunResult | None = None
     checks: list[CheckResult] = field(default_factory=list)
-    # "question" (an ordinary snippet), or for an exercise "reference" or "starter".
+    # "question" (an ordinary snippet), or for an exercise "reference", "starter" or "wrong".
     role: str = ROLE_QUESTION
+    # For role "wrong": which known-wrong solution this is.
+    wrong: WrongSolution | None = None
+
+    @property
+    def role_label(self) -> str:
+        """The role as a person reads it: a wrong solution by its file."""
+        return f"wrong {self.wrong.file}" if self.wrong is not None else self.role
 
     @property
     def state(self) -> str:
@@ -56,9 +70,10 @@ class ComboCheck:
             return "infrastructure failure"
         if not self.checks:
             return "no expectation applies"
-        if self.role == ROLE_STARTER:
-            return ("the starter fails a check, as it must" if self.passed
-                    else "the starter passes every check here")
+        if self.role in _MUST_FAIL:
+            who = "the starter" if self.role == ROLE_STARTER else "the wrong solution"
+            return (f"{who} fails a check, as it must" if self.passed
+                    else f"{who} passes every check here")
         return "passed" if self.passed else "failed"
 
     @property
@@ -69,8 +84,8 @@ class ComboCheck:
     @property
     def passed(self) -> bool:
         """This combination does what the gate needs of it: every check passes, or for an
-        exercise's starter, at least one check fails."""
-        if self.role == ROLE_STARTER:
+        exercise's starter or a wrong solution, at least one check fails."""
+        if self.role in _MUST_FAIL:
             return (self.run is not None and self.run.status == RUN_DONE and bool(self.checks)
                     and not all(c.passed for c in self.checks))
         return self.all_checks_pass
@@ -89,9 +104,14 @@ class ComboCheck:
         return None
 
     def to_json(self) -> dict[str, Any]:
-        return {"role": self.role, "params": self.params, "world_size": self.world_size,
+        data = {"role": self.role, "params": self.params, "world_size": self.world_size,
                 "run_id": self.run.id if self.run else None, "failure": self.failure,
                 "checks": [c.to_json() for c in self.checks]}
+        if self.wrong is not None:
+            data["wrong"] = {"file": self.wrong.file, "why": self.wrong.why}
+        if self.result is not None and self.result.tampered:
+            data["tampered"] = self.result.tampered
+        return data
 
 
 @dataclass
@@ -108,6 +128,25 @@ class Gate:
     def is_exercise(self) -> bool:
         return any(c.role == ROLE_STARTER for c in self.combos)
 
+    def wrong_solutions(self) -> list[tuple[WrongSolution, list[ComboCheck]]]:
+        """Each known-wrong solution with its combinations, in the exercise's order."""
+        out: dict[str, tuple[WrongSolution, list[ComboCheck]]] = {}
+        for c in self.combos:
+            if c.role == ROLE_WRONG and c.wrong is not None:
+                out.setdefault(c.wrong.file, (c.wrong, []))[1].append(c)
+        return list(out.values())
+
+    def problems(self) -> list[str]:
+        """What the measurement says is wrong with an exercise: a known-wrong solution that
+        passes every check on every combination (once all of its runs are done)."""
+        out = []
+        for wrong, combos in self.wrong_solutions():
+            if all(c.run is not None and c.run.status == RUN_DONE and c.all_checks_pass
+                   for c in combos):
+                out.append(f"the wrong solution {wrong.file} passes every check on every knob "
+                           f"combination ({wrong.why})")
+        return out
+
     @property
     def passed(self) -> bool:
         if not (self.has_snippet and self.combos) or self.binding_problems:
@@ -115,7 +154,9 @@ class Gate:
         if self.is_exercise:
             refs = [c for c in self.combos if c.role == ROLE_REFERENCE]
             starters = [c for c in self.combos if c.role == ROLE_STARTER]
-            return bool(refs) and all(c.passed for c in refs) and any(c.passed for c in starters)
+            wrongs = all(any(c.passed for c in combos) for _, combos in self.wrong_solutions())
+            return (bool(refs) and all(c.passed for c in refs) and any(c.passed for c in starters)
+                    and wrongs)
         return all(c.passed for c in self.combos)
 
     @property
@@ -148,9 +189,22 @@ class Gate:
             bad = sum(1 for c in refs if not c.passed)
             if bad:
                 return (f"the reference solution fails its checks on {_combinations(bad)}")
-            return "the starter passes every check: there is nothing for the learner to fix"
+            if not any(c.passed for c in self.combos if c.role == ROLE_STARTER):
+                return "the starter passes every check: there is nothing for the learner to fix"
+            problems = self.problems()
+            if problems:
+                return "; ".join(problems)
+            unproven = [w.file for w, combos in self.wrong_solutions()
+                        if not any(c.passed for c in combos)]
+            return ("no finished run shows that these wrong solutions fail a check: "
+                    + ", ".join(unproven))
         failed = sum(1 for c in self.combos if not c.passed)
         return f"{_combinations(failed)} fail their expectations"
+
+
+def combo_key(world_size: int, params: dict[str, Any]) -> str:
+    """One knob combination as a key: runs of the same combination share it."""
+    return json.dumps([world_size, params], sort_keys=True)
 
 
 def _combinations(n: int) -> str:
@@ -159,26 +213,30 @@ def _combinations(n: int) -> str:
 
 def _planned(
     doc: QuestionDoc, *, revision_id: int, versions: tuple[str, str], requested_by: str | None,
-) -> list[tuple[str, service.RunRequest]]:
+) -> list[tuple[str, WrongSolution | None, service.RunRequest]]:
     if doc.verify is None or doc.snippet_text is None:
         return []
     torch_v, harness_v = versions
-    codes: list[tuple[str, str]] = [(ROLE_QUESTION, doc.snippet_text)]
+    codes: list[tuple[str, str, WrongSolution | None]] = [(ROLE_QUESTION, doc.snippet_text, None)]
     if doc.exercise is not None:
-        codes = [(ROLE_REFERENCE, service.exercise_code(doc, doc.exercise.solution_code or "")),
-                 (ROLE_STARTER, service.exercise_code(doc, doc.snippet_text))]
-    return [(role, service.request_for(doc, combo, torch_version=torch_v, harness_version=harness_v,
-                                       revision_id=revision_id, requested_by=requested_by,
-                                       code=code))
-            for role, code in codes for combo in doc.verify.audit_combinations()]
+        codes = [(ROLE_REFERENCE, service.exercise_code(doc, doc.exercise.solution_code or ""),
+                  None),
+                 (ROLE_STARTER, service.exercise_code(doc, doc.snippet_text), None),
+                 *((ROLE_WRONG, service.exercise_code(doc, w.code or ""), w)
+                   for w in doc.exercise.wrong)]
+    return [(role, wrong, service.request_for(doc, combo, torch_version=torch_v,
+                                              harness_version=harness_v, revision_id=revision_id,
+                                              requested_by=requested_by, code=code))
+            for role, code, wrong in codes for combo in doc.verify.audit_combinations()]
 
 
 def plan(
     doc: QuestionDoc, *, revision_id: int, versions: tuple[str, str], requested_by: str | None = None,
 ) -> list[service.RunRequest]:
     """The run requests of every audited knob combination of a question (none without a snippet);
-    for an exercise, its reference solution's and its starter's on each combination."""
-    return [req for _, req in _planned(doc, revision_id=revision_id, versions=versions,
+    for an exercise, its reference solution's, its starter's and each wrong solution's on each
+    combination."""
+    return [req for _, _, req in _planned(doc, revision_id=revision_id, versions=versions,
                                        requested_by=requested_by)]
 
 
@@ -199,12 +257,18 @@ def check(*, db_session: Session, revision: QuestionRevision, versions: tuple[st
     if not reqs:
         return Gate(revision.id, versions[0], [], has_snippet=False)
     assert doc.verify is not None
+    found = [(role, wrong, req, service.find_live(db_session=db_session, key=req.key))
+             for role, wrong, req in reqs]
+    results = [(service.result_of(run) if run is not None else None) for *_, run in found]
+    references = {combo_key(req.world_size, req.params): result
+                  for (role, _, req, _), result in zip(found, results, strict=True)
+                  if role == ROLE_REFERENCE}
     combos = []
-    for role, req in reqs:
-        run = service.find_live(db_session=db_session, key=req.key)
-        result = service.result_of(run) if run is not None else None
-        checks = evaluate(doc.verify.expect, result, req.params, req.world_size) if result else []
-        combos.append(ComboCheck(req.params, req.world_size, run, result, checks, role))
+    for (role, wrong, req, run), result in zip(found, results, strict=True):
+        reference = references.get(combo_key(req.world_size, req.params))
+        checks = (evaluate(doc.verify.expect, result, req.params, req.world_size, reference)
+                  if result else [])
+        combos.append(ComboCheck(req.params, req.world_size, run, result, checks, role, wrong))
     return Gate(revision.id, versions[0], combos, has_snippet=True,
                 binding_problems=key_binding_problems(doc))
 

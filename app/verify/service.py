@@ -26,6 +26,7 @@ from app.db import utcnow
 from app.questions.schema import QuestionDoc
 from app.verify import knobs
 from app.verify.engine import HARNESS_VERSION, torch_version
+from app.verify.engine.forbid import CHECKS_MARK, compose
 from app.verify.engine.result import RunResult
 from app.verify.models import (
     PRIORITY_LEARNER_CODE,
@@ -104,16 +105,17 @@ class RunRequest:
         return PRIORITY_SHARED if self.owner is None else PRIORITY_LEARNER_CODE
 
 
-HARNESS_MARK = "\n\n\n# ---- the exercise's checks ----\n"
+HARNESS_MARK = CHECKS_MARK
 
 
 def exercise_code(doc: QuestionDoc, code: str) -> str:
-    """What an exercise runs: the given code (the learner's, the starter or the solution),
-    then the exercise's harness. Appended, so the code's line numbers stay the learner's."""
-    harness = doc.exercise.harness_code if doc.exercise is not None else None
-    if not harness:
+    """What an exercise runs: the given code (the learner's, the starter, the solution or a
+    wrong solution), then the exercise's options and checks program, which the rank runs
+    apart from it (app.verify.engine.forbid). One text, so the cache key covers all of it;
+    the code comes first, so its line numbers stay the learner's."""
+    if doc.exercise is None:
         return code
-    return code + HARNESS_MARK + harness
+    return compose(code, doc.exercise.harness_code or "", forbid=doc.exercise.forbid)
 
 
 def request_for(

@@ -32,6 +32,8 @@ import torch.distributed.distributed_c10d as c10d
 from torch.distributed.algorithms.join import Join
 from torch.nn.parallel import DistributedDataParallel as DDP
 
+from app.verify.engine import forbid
+
 SNIPPET_FILE = "snippet.py"
 
 Emit = Callable[..., None]
@@ -259,6 +261,7 @@ class Probes:
                         **info)
             probes._tls.inside = True
             try:
+                forbid.check(name)  # an exercise's forbidden collective raises, recorded
                 result = original(*args, **kwargs)
             except BaseException as exc:
                 probes._end(name, seq, sent0, error=_error_text(exc))
