@@ -189,6 +189,11 @@ def _against_reference(exp: Expectation, result: RunResult,
         per_rank[idx] = (measured, close(measured, wanted[idx], v.tol))
     passed = bool(per_rank) and all(ok for _, ok in per_rank.values())
     measured_text = "; ".join(f"rank {k}: {_short(m)}" for k, (m, _) in sorted(per_rank.items()))
+    values = list(wanted.values())
+    if values and all(x == values[0] for x in values):
+        # One value on every rank: say it, as an `equals` check would.
+        tol = f" (±{v.tol:g})" if _numeric(values[0]) else ""
+        expected = f"{v.name} = {_short(values[0])} (the reference solution's) on {who}{tol}"
     return CheckResult(exp.label, passed, expected, measured_text or "no ranks", per_rank,
                        expected_per_rank=wanted)
 

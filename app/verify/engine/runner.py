@@ -15,6 +15,7 @@ import contextlib
 import fcntl
 import json
 import os
+import re
 import selectors
 import signal
 import socket
@@ -445,29 +446,43 @@ def _assemble(watch: _Watch, ranks: list[_Rank], *, t0: int, wall_ms: float, cod
 
 def _checks_problem(ranks: list[_Rank], results: list[RankResult],
                     stop_reason: str | None) -> str | None:
-    """Why some rank of an exercise run did not finish its checks, in the learner's terms."""
+    """Why an exercise run's checks did not finish, in the learner's terms: the rank whose
+    code ended first (a peer's "connection closed" is only the echo of it)."""
+    ended: list[tuple[int, int, str]] = []
     for r, rr in zip(ranks, results, strict=True):
         if r.checks_done:
             continue
-        ended = next((e for e in reversed(r.events) if e["kind"] == "exception"), None)
-        if ended is not None:
-            what = str(ended.get("type", "an exception")).rsplit(".", 1)[-1]
-            line = ended.get("line")
-            at = f" at line {line}" if isinstance(line, int) and not isinstance(line, bool) else ""
-            if ended.get("phase") == "learner":
-                return f"rank {r.rank}: your code ended before the checks ran: {what}{at}"
-            if what == "SystemExit":
-                return f"rank {r.rank}: your code ended the run while the checks ran: {what}{at}"
-            message = str(ended.get("message", ""))[:300]
-            return f"rank {r.rank}: the checks could not finish: {what}{at}: {message}"
-        if rr.exit_code is None or (r.exit is not None and r.exit.get("killed")):
-            if stop_reason == "timeout":
-                return f"rank {r.rank} was stopped at the time limit before its checks finished"
-            return f"rank {r.rank} was stopped before its checks finished"
-        if rr.signal:
-            return f"rank {r.rank} was killed by {rr.signal} before its checks finished"
-        return f"rank {r.rank} exited (status {rr.exit_code}) before its checks finished"
-    return None
+        event = next((e for e in reversed(r.events) if e["kind"] == "exception"), None)
+        if event is not None:
+            ended.append((0, int(event["t"]), _ended_how(r.rank, event)))
+        elif rr.exit_code is None or (r.exit is not None and r.exit.get("killed")):
+            how = "at the time limit" if stop_reason == "timeout" else "by the engine"
+            ended.append((1, 0, f"rank {r.rank} was stopped {how} before its checks finished"))
+        elif rr.signal:
+            ended.append((1, 0, f"rank {r.rank} was killed by {rr.signal} before its checks "
+                                "finished"))
+        else:
+            ended.append((1, 0, f"rank {r.rank} exited (status {rr.exit_code}) before its "
+                                "checks finished"))
+    return min(ended)[2] if ended else None
+
+
+def _ended_how(rank: int, event: dict[str, Any]) -> str:
+    what = str(event.get("type", "an exception")).rsplit(".", 1)[-1]
+    line = event.get("line")
+    at = f" at line {line}" if isinstance(line, int) and not isinstance(line, bool) else ""
+    lines = str(event.get("message", "")).strip().splitlines()
+    # gloo prefixes its errors with the C++ source location: drop it (as the diagnosis does).
+    message = re.sub(r"^\[[^\]]*\.(cc|cpp|h):\d+\]\s*", "", lines[0])[:300] if lines else ""
+    # ... and its advice ("This is typically caused by ..."): keep the first sentence.
+    cut = message.find(". This is typically")
+    message = message[:cut + 1] if cut != -1 else message
+    said = f": {message}" if message else ""
+    if event.get("phase") == "learner":
+        return f"rank {rank}: your code ended before the checks ran: {what}{at}{said}"
+    if what == "SystemExit":
+        return f"rank {rank}: your code ended the run while the checks ran: {what}{at}{said}"
+    return f"rank {rank}: the checks could not finish: {what}{at}{said}"
 
 
 def bucket_records(ranks: list[RankResult]) -> list[BucketRecord]:
