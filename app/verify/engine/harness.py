@@ -21,11 +21,11 @@ import builtins
 import contextlib
 import datetime
 import faulthandler
+import functools
 import io
 import json
 import json.encoder
 import math
-import operator
 import os
 import posix
 import resource
@@ -42,6 +42,7 @@ import torch
 import torch.distributed as dist
 import torch.distributed.distributed_c10d as c10d
 import torch.nn.functional
+from torch.distributed.algorithms.join import Join
 from torch.nn.parallel import DistributedDataParallel
 
 from app.verify.engine import _linux, forbid, sandbox
@@ -70,8 +71,6 @@ _ESSENTIAL = frozenset({"report", "exception", "snippet_end", "checks_start", "c
 # Where the checks program's frames say they are (it is never written to disk).
 CHECKS_FILE = "checks.py"
 _SPEC_FILE = ".spec.json"  # leader.SPEC_FILE: the run's spec, code included
-# The names the checks program gets from the harness, whatever learner code does.
-_HARNESS_NAMES = ("report", "rank", "world_size", "params")
 
 # Taken at import, in the forkserver, before any snippet: learner code that patches
 # os, time or json in its rank does not change how events are written.
@@ -331,6 +330,13 @@ def _rank(spec: dict[str, Any], rank: int, fds: tuple[int, int, int], port: int,
     emit("started", pid=os.getpid())
     torch.set_num_threads(1)
 
+    code = spec["code"]  # the leader wrote it to SNIPPET_FILE, for tracebacks and inspect
+    exercise = forbid.split(code)
+    if exercise is not None:
+        # While gloo connects: the first look at what the harness watches copies its pages
+        # from the forkserver (~2 ms), off the run's path (see _Watched).
+        warm = threading.Thread(target=_touch_watched, name="ddpdrill-warm", daemon=True)
+        warm.start()
     # The run's timeout is a little longer than the group's, so gloo raises first.
     pg_timeout = datetime.timedelta(seconds=float(limits["pg_timeout_s"]))
     try:
@@ -346,10 +352,9 @@ def _rank(spec: dict[str, Any], rank: int, fds: tuple[int, int, int], port: int,
     probes.install()
     emit("group_ready")
 
-    code = spec["code"]  # the leader wrote it to SNIPPET_FILE, for tracebacks and inspect
     params = json.loads(json.dumps(spec["params"]))
-    exercise = forbid.split(code)
     if exercise is not None:
+        warm.join()
         learner_code, checks_code, options = exercise
         return _Exercise(events, probes, rank=rank, world_size=world_size, params=params,
                          forbidden=options.get("forbid")).run(learner_code, checks_code)
@@ -445,18 +450,60 @@ def _refuse_exits() -> None:
 _MISSING = object()
 
 
-def _watched_namespaces() -> list[tuple[str, Any]]:
-    """What the checks and the harness read, by name: learner code may not replace it."""
+def _static_namespaces() -> list[tuple[str, Any]]:
+    """What the checks and the harness read by name, and the probes leave alone."""
     return [
         ("builtins", builtins), ("torch", torch), ("torch.Tensor", torch.Tensor),
         ("torch.nn.functional", torch.nn.functional), ("torch.nn.Module", torch.nn.Module),
-        ("torch.autograd", torch.autograd), ("torch.distributed", dist),
-        ("torch.distributed.distributed_c10d", c10d),
-        ("DistributedDataParallel", DistributedDataParallel),
         ("json", json), ("json.encoder", json.encoder), ("json.JSONEncoder", json.JSONEncoder),
         ("os", os), ("math", math), ("time", time), ("sys", sys),
         ("the harness", sys.modules[__name__]), ("the exercise rules", forbid),
     ]
+
+
+def _probed_namespaces() -> list[tuple[str, Any]]:
+    """What the checks read by name and the probes patch in each rank (Probes.install)."""
+    return [
+        ("torch.autograd", torch.autograd), ("torch.distributed", dist),
+        ("torch.distributed.distributed_c10d", c10d),
+        ("DistributedDataParallel", DistributedDataParallel), ("Join", Join),
+    ]
+
+
+# The namespaces report() and jsonable() read.
+_REPORTING = frozenset({"builtins", "torch.Tensor", "json", "json.encoder", "json.JSONEncoder",
+                        "math", "the harness"})
+# The harness's own replacement of os._exit (_refuse_exits) is not learner code's.
+_UNWATCHED = frozenset({("os", "_exit")})
+_Snapshot = tuple[str, Any, tuple[str, ...], tuple[Any, ...], tuple[int, ...]]
+
+
+def _snapshot(namespaces: list[tuple[str, Any]]) -> list[_Snapshot]:
+    snaps = []
+    for label, obj in namespaces:
+        items = [(k, v) for k, v in vars(obj).items()
+                 if callable(v) and (label, k) not in _UNWATCHED]
+        if not items:
+            continue
+        names, values = tuple(k for k, _ in items), tuple(v for _, v in items)
+        # Compared by id (the snapshot keeps the originals alive, so ids stay theirs):
+        # `==` would ask the replacement, which may say it is equal.
+        snaps.append((label, obj, names, values, tuple(map(id, values))))
+    return snaps
+
+
+def _touch_watched() -> None:
+    for snap in _STATIC:
+        _unchanged(snap)
+    for _label, obj in _probed_namespaces():
+        for value in list(vars(obj).values()):
+            callable(value)
+
+
+def _unchanged(snap: _Snapshot) -> bool:
+    _label, obj, names, _values, ids = snap
+    # A deleted name reads as None, never the id of a callable.
+    return tuple(map(id, map(vars(obj).get, names))) == ids
 
 
 class _Watched:
@@ -464,27 +511,26 @@ class _Watched:
 
     `changes` puts back every one that learner code replaced or deleted, and says which.
     Only callables: module state that torch itself rebinds at run time is not touched,
-    and neither are names learner code adds (importing a submodule adds one).
+    and neither are names learner code adds (importing a submodule adds one). Most of the
+    snapshot is taken once in the forkserver (_STATIC): taken in a rank, touching some
+    thousand objects' reference counts copies their pages (2.5 ms or more, measured).
     """
 
-    def __init__(self) -> None:
-        self._snaps = []
-        for label, obj in _watched_namespaces():
-            names = tuple(k for k, v in vars(obj).items() if callable(v))
-            if not names:
-                continue
-            values = operator.itemgetter(*names)(vars(obj)) if len(names) > 1 else (
-                vars(obj)[names[0]],)
-            # Compared by id (the snapshot keeps the originals alive, so ids stay theirs):
-            # `==` would ask the replacement, which may say it is equal.
-            self._snaps.append((label, obj, names, values, tuple(map(id, values))))
+    def __init__(self, only: frozenset[str] | None = None) -> None:
+        # The rank's own set-up changed a few since the forkserver's snapshot (gloo's
+        # init_process_group installs sys.excepthook): those namespaces are taken again.
+        self._snaps = [snap if _unchanged(snap) else _snapshot([(snap[0], snap[1])])[0]
+                       for snap in _STATIC if only is None or snap[0] in only]
+        if only is None:
+            self._snaps += _snapshot(_probed_namespaces())
 
     def changes(self) -> list[str]:
         changed: list[str] = []
-        for label, obj, names, values, ids in self._snaps:
-            now = vars(obj)
-            if tuple(id(now.get(k, _MISSING)) for k in names) == ids:
+        for snap in self._snaps:
+            if _unchanged(snap):
                 continue
+            label, obj, names, values, _ids = snap
+            now = vars(obj)
             for name, value in zip(names, values, strict=True):
                 if now.get(name, _MISSING) is not value:
                     changed.append(f"{label}.{name}")
@@ -511,10 +557,14 @@ class _Exercise:
         forbid.configure(names, after_call=self.restore)
         _refuse_exits()  # before the snapshot: the refusal is the harness's, not a patch
         self.watched = _Watched()
+        # What report() itself goes through: checked again before each report, since code
+        # learner code left behind (a hook, a thread) may run while the checks do.
+        self.reporting = _Watched(only=_REPORTING)
 
-    def restore(self) -> None:
-        """Put back what learner code replaced; note it once per name."""
-        changed = self.watched.changes()
+    def restore(self, *, reporting: bool = False) -> None:
+        """Put back what learner code replaced (only what report() reads, for `reporting`);
+        note it once per name."""
+        changed = (self.reporting if reporting else self.watched).changes()
         if sys.gettrace() is not None or sys.getprofile() is not None:
             sys.settrace(None)
             sys.setprofile(None)
@@ -550,9 +600,11 @@ class _Exercise:
             return self._ended(exc, "learner")
         self.restore()
         self.harness_names = {
-            "report": _reporter(emit, probes, "checks", before=self.restore),
+            "report": _reporter(emit, probes, "checks",
+                                before=functools.partial(self.restore, reporting=True)),
             "rank": self.rank, "world_size": self.world_size,
-            "params": json.loads(json.dumps(self.params))}
+            "params": json.loads(json.dumps(self.params)),
+            "learner_calls": forbid.learner_calls}
         ns = _checks_namespace(learner.__dict__)
         ns.update(self.harness_names)
         self.checks_ns = ns
@@ -561,7 +613,6 @@ class _Exercise:
             exec(compile(checks_code, CHECKS_FILE, "exec", dont_inherit=True), ns)
         except BaseException as exc:
             return self._ended(exc, "checks")
-        self.restore()
         probes.wait_pending()
         probes.settle(SETTLE_S)
         emit("snippet_end", sent_total=probes.sockets.total())
@@ -577,7 +628,7 @@ class _Exercise:
         if isinstance(exc, _EarlyExit):
             failure.update(type="SystemExit", message=str(exc), exit_code=exc.status & 0xFF)
         elif isinstance(exc, SystemExit):
-            failure["exit_code"] = _exit_status(exc)
+            failure.update(message=f"sys.exit({exc.code!r})", exit_code=_exit_status(exc))
         with contextlib.suppress(BaseException):
             sys.stderr.write(failure["traceback"])
         self.probes.settle(SETTLE_S)
@@ -626,3 +677,7 @@ def _guard_class(cls: type) -> None:
             type.__setattr__(cls, name, type(attr)(forbid.guard(attr.__func__)))
         elif isinstance(attr, types.FunctionType) and _learner_defined(attr):
             type.__setattr__(cls, name, forbid.guard(attr))
+
+
+# Last, once every name above exists: taken in the forkserver, before any rank forks.
+_STATIC = _snapshot(_static_namespaces())
