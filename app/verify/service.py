@@ -348,12 +348,16 @@ def cap_result(data: dict[str, Any], limit: int = MAX_RESULT_BYTES) -> dict[str,
             r["stack"] = (r.get("stack") or "")[:1024] or None
         data["buckets"] = (data.get("buckets") or [])[:200]
         notes.append("output and bucket records shortened")
-    if size() > limit:
-        values = [(len(json.dumps(v)), r, name) for r in ranks for name, v in (r.get("values") or {}).items()]
+    # An exercise learner's own reports before the checks' (no check reads them).
+    for field_name in ("learner_values", "values"):
+        if size() <= limit:
+            break
+        values = [(len(json.dumps(v)), r, name) for r in ranks
+                  for name, v in (r.get(field_name) or {}).items()]
         for nbytes, r, name in sorted(values, key=lambda t: t[0], reverse=True):
             if size() <= limit:
                 break
-            r["values"][name] = f"(not stored: {nbytes} bytes of JSON)"
+            r[field_name][name] = f"(not stored: {nbytes} bytes of JSON)"
         notes.append("the largest reported values replaced by their size")
     if size() > limit:
         for r in ranks:

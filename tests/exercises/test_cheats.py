@@ -232,3 +232,17 @@ sys.stdout.flush = _after_the_checks
             assert all(c["passed"] for c in body["visible"])
             assert body["hidden_passed"] == 0
     assert count(session_factory, Attempt) == 1  # the reference solution's, nothing else
+
+
+def test_the_reference_solution_s_runs_are_not_the_learner_s_to_read(
+    bank_client: TestClient, session_factory: sessionmaker[Session], settings: Settings
+) -> None:
+    _submit(bank_client, session_factory, settings, "average-not-sum",
+            _source("average_starter.py"))
+    with session_scope(session_factory) as s:
+        ids = s.scalars(select(Run.id).where(Run.requested_by == REFERENCE_REQUESTER)).all()
+    assert ids
+    for run_id in ids:
+        # Its values are what the hidden checks compare with, and its code is the solution.
+        assert bank_client.get(f"/api/v1/runs/{run_id}").status_code == 404
+        assert bank_client.get(f"/runs/{run_id}").status_code == 404

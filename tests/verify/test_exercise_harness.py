@@ -268,3 +268,15 @@ def test_the_checks_mark_splits_at_the_last_occurrence() -> None:
     assert options == {"forbid": ["all_reduce"]}
     assert learner_part(text) == learner
     assert split("report('x', 1)\n") is None
+
+
+def test_a_learner_s_own_reports_are_trimmed_before_the_checks_values() -> None:
+    from app.verify.service import cap_result
+
+    data = {"diagnosis": "ok", "buckets": [], "ranks": [
+        {"rank": 0, "events": [], "stdout": "", "stderr": "", "values": {"checked": [1.5] * 1000},
+         "learner_values": {f"mine{i}": [0.5] * 50_000 for i in range(4)}}]}
+    capped = cap_result(data, limit=100_000)
+    assert len(json.dumps(capped)) <= 100_000
+    assert capped["ranks"][0]["values"] == {"checked": [1.5] * 1000}
+    assert str(capped["ranks"][0]["learner_values"]["mine0"]).startswith("(not stored:")
