@@ -26,6 +26,7 @@ import io
 import json
 import json.encoder
 import math
+import operator
 import os
 import posix
 import resource
@@ -475,7 +476,7 @@ _REPORTING = frozenset({"builtins", "torch.Tensor", "json", "json.encoder", "jso
                         "math", "the harness"})
 # The harness's own replacement of os._exit (_refuse_exits) is not learner code's.
 _UNWATCHED = frozenset({("os", "_exit")})
-_Snapshot = tuple[str, Any, tuple[str, ...], tuple[Any, ...], tuple[int, ...]]
+_Snapshot = tuple[str, Any, tuple[str, ...], tuple[Any, ...], Callable[[Any], Any]]
 
 
 def _snapshot(namespaces: list[tuple[str, Any]]) -> list[_Snapshot]:
@@ -486,10 +487,14 @@ def _snapshot(namespaces: list[tuple[str, Any]]) -> list[_Snapshot]:
         if not items:
             continue
         names, values = tuple(k for k, _ in items), tuple(v for _, v in items)
-        # Compared by id (the snapshot keeps the originals alive, so ids stay theirs):
-        # `==` would ask the replacement, which may say it is equal.
-        snaps.append((label, obj, names, values, tuple(map(id, values))))
+        getter: Callable[[Any], Any] = (operator.itemgetter(*names) if len(names) > 1
+                                        else functools.partial(_one, names[0]))
+        snaps.append((label, obj, names, values, getter))
     return snaps
+
+
+def _one(name: str, namespace: Any) -> tuple[Any]:
+    return (namespace[name],)
 
 
 def _touch_watched() -> None:
@@ -501,9 +506,13 @@ def _touch_watched() -> None:
 
 
 def _unchanged(snap: _Snapshot) -> bool:
-    _label, obj, names, _values, ids = snap
-    # A deleted name reads as None, never the id of a callable.
-    return tuple(map(id, map(vars(obj).get, names))) == ids
+    """Every watched name still holds its original, compared by identity: `==` would ask
+    the replacement, which may say it is equal."""
+    _label, obj, _names, values, getter = snap
+    try:
+        return all(map(operator.is_, getter(vars(obj)), values))
+    except KeyError:  # a name was deleted
+        return False
 
 
 class _Watched:
@@ -529,7 +538,7 @@ class _Watched:
         for snap in self._snaps:
             if _unchanged(snap):
                 continue
-            label, obj, names, values, _ids = snap
+            label, obj, names, values, _getter = snap
             now = vars(obj)
             for name, value in zip(names, values, strict=True):
                 if now.get(name, _MISSING) is not value:
