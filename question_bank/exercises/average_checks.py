@@ -20,9 +20,3 @@ _nn.functional.mse_loss(_m(_x), _y).backward()
 sync_gradients(_m)
 report("weight_grad", _m.weight.grad)
 report("bias_grad", _m.bias.grad)
-
-# What one process computes from every rank's batch at once, for the learner to compare.
-_ref = _model()
-_xs, _ys = zip(*[_batch(r) for r in range(world_size)])
-_nn.functional.mse_loss(_ref(_torch.cat(_xs)), _torch.cat(_ys)).backward()
-report("single_process_weight_grad", _ref.weight.grad)

@@ -44,7 +44,6 @@ for _step in range(5):
     _opt.zero_grad()
     _ddp(_torch.full((3, 4), float(rank + _step))).pow(2).mean().backward()
     _opt.step()
-report("trained_weights", _torch.cat([p.detach().flatten() for p in _model.parameters()]))
 
 _path = "checkpoint.pt"
 save_checkpoint(_model, 5, _path)
