@@ -21,6 +21,7 @@ class ExerciseRunOut(BaseModel):
 class CheckRunOut(BaseModel):
     params: dict[str, Any]
     world_size: int
+    expected: str | None = Field(None, description="What this combination had to measure.")
     measured: str | None
     passed: bool | None
 

@@ -117,6 +117,8 @@ def visible_run(*, db_session: Session, run_id: int, learner_id: str, is_author:
         raise NotFound(f"No run {run_id}.")
     revision = (db_session.get(QuestionRevision, run.question_revision_id)
                 if run.question_revision_id else None)
+    # An exercise's own runs (reference, starter, wrong solutions) are its authors': the
+    # reference's values are what `reference: true` checks compare with.
     if revision is not None and not revision_doc(revision).is_exercise:
         question = db_session.get(Question, revision.question_id)
         if question is not None and question.status == STATUS_PUBLISHED and (

@@ -7,6 +7,10 @@ rate-limited per learner and per address on their own budget. Checks marked
 hidden are counted, never described: nothing here hands their label, expectation
 or measurement to a page or the API. A submission whose every check passes is
 stored as a correct attempt with its code (app.quizzes).
+
+Checks with `reference: true` compare each run with the reference solution's run of
+the same combination: a shared, cached run (the gate's own), queued with the
+learner's runs if it is missing, never counted against the learner's budget.
 """
 
 from __future__ import annotations
@@ -24,11 +28,16 @@ from app.quizzes import service as practice
 from app.verify import service
 from app.verify.access import IP_RATE_FACTOR, RATE_WINDOW_SECONDS
 from app.verify.engine import SnippetSyntaxError, check_snippet
+from app.verify.engine.forbid import learner_part
+from app.verify.engine.result import RunResult
 from app.verify.expectations import CheckResult, applies, check
+from app.verify.gate import combo_key
 from app.verify.models import PRIORITY_PRIVATE, RUN_DONE, RUN_FAILED, Run
 
 # Learner code is capped at this many bytes of UTF-8.
 MAX_CODE_BYTES = 20 * 1024
+# Who asked for a reference run that a learner's submission needed.
+REFERENCE_REQUESTER = "exercise-reference"
 
 
 def exercise_doc(*, db_session: Session, slug: str) -> tuple[Question, QuestionRevision, QuestionDoc]:
@@ -96,13 +105,36 @@ def submit(
                 f"Too many runs of your code in the last minute (limit {limit_per_minute} runs; "
                 f"this exercise takes {len(reqs)} per Run). Wait a moment and run again.",
                 RATE_WINDOW_SECONDS)
-    return [service.request_run(db_session=db_session, req=req)[0] for req in reqs]
+    runs = [service.request_run(db_session=db_session, req=req)[0] for req in reqs]
+    for ref in reference_requests(doc, revision_id=revision.id, versions=(torch_v, harness_v)):
+        service.request_run(db_session=db_session, req=ref)
+    return runs
+
+
+def uses_reference(doc: QuestionDoc) -> bool:
+    """Whether some check of this exercise compares with the reference solution's run."""
+    return doc.verify is not None and any(
+        e.value is not None and e.value.reference for e in doc.verify.expect)
+
+
+def reference_requests(
+    doc: QuestionDoc, *, revision_id: int, versions: tuple[str, str],
+) -> list[service.RunRequest]:
+    """The reference solution's run of each audited combination (the gate's same cache keys),
+    if a check needs them."""
+    if not uses_reference(doc) or doc.exercise is None or doc.verify is None:
+        return []
+    code = service.exercise_code(doc, doc.exercise.solution_code or "")
+    return [service.request_for(doc, combo, torch_version=versions[0], harness_version=versions[1],
+                                revision_id=revision_id, requested_by=REFERENCE_REQUESTER,
+                                code=code)
+            for combo in doc.verify.audit_combinations()]
 
 
 def learner_code(run: Run) -> str:
-    """The learner's own code in a run (without the harness)."""
-    # The last mark is the real one: the harness never contains it, learner code might.
-    return run.snippet_text.rsplit(service.HARNESS_MARK, 1)[0]
+    """The learner's own code in a run (without the checks)."""
+    # The last mark is the real one: the checks never contain it, learner code might.
+    return learner_part(run.snippet_text)
 
 
 @dataclass
@@ -134,6 +166,7 @@ class CheckOutcome:
         return {"label": self.label, "expected": self.expected, "passed": self.passed,
                 "done": self.done,
                 "runs": [{"params": c.params, "world_size": c.world_size,
+                          "expected": c.result.expected if c.result else None,
                           "measured": c.result.measured if c.result else None,
                           "passed": c.result.passed if c.result else None} for c in self.combos]}
 
@@ -150,14 +183,16 @@ class Submission:
     hidden_total: int = 0
     hidden_passed: int = 0
     attempt_id: int | None = None
+    # The reference solution's runs the checks compare with (never shown to the learner).
+    references: list[Run] = field(default_factory=list)
 
     @property
     def done(self) -> bool:
-        return all(r.status in (RUN_DONE, RUN_FAILED) for r in self.runs)
+        return all(r.status in (RUN_DONE, RUN_FAILED) for r in [*self.runs, *self.references])
 
     @property
     def infrastructure_failed(self) -> bool:
-        return any(r.status == RUN_FAILED for r in self.runs)
+        return any(r.status == RUN_FAILED for r in [*self.runs, *self.references])
 
     @property
     def passed(self) -> bool:
@@ -184,9 +219,30 @@ def parse_token(token: str) -> list[int]:
     return [int(p) for p in parts]
 
 
-def _check(exp: Expectation, run: Run) -> CheckResult | None:
+def _check(exp: Expectation, run: Run, references: dict[str, Run]) -> CheckResult | None:
     result = service.result_of(run)
-    return check(exp, result) if result is not None else None
+    if result is None:
+        return None
+    reference: RunResult | None = None
+    if exp.value is not None and exp.value.reference:
+        ref_run = references.get(combo_key(run.world_size, dict(run.params or {})))
+        reference = service.result_of(ref_run) if ref_run is not None else None
+        if reference is None:
+            return None  # the reference run is still queued (or failed: infrastructure)
+    return check(exp, result, reference)
+
+
+def _references(*, db_session: Session, doc: QuestionDoc, revision_id: int,
+                runs: list[Run]) -> dict[str, Run]:
+    """The reference run of each of these runs' combinations, queued again if it is gone."""
+    out: dict[str, Run] = {}
+    versions = (runs[0].torch_version, runs[0].harness_version)
+    for req in reference_requests(doc, revision_id=revision_id, versions=versions):
+        ref = service.find_live(db_session=db_session, key=req.key)
+        if ref is None:
+            ref = service.request_run(db_session=db_session, req=req)[0]
+        out[combo_key(req.world_size, req.params)] = ref
+    return out
 
 
 def submission(
@@ -215,13 +271,14 @@ def submission(
     doc = revision_doc(revision)
     if doc.verify is None or not doc.is_exercise:
         raise NotFound("No such submission.")
-    sub = Submission(question, doc, runs, learner_code(runs[0]))
+    references = _references(db_session=db_session, doc=doc, revision_id=revision.id, runs=runs)
+    sub = Submission(question, doc, runs, learner_code(runs[0]), references=list(references.values()))
     for exp in doc.verify.expect:
         outcomes = []
         for run in runs:
             if not applies(exp, dict(run.params or {}), run.world_size):
                 continue
-            res = _check(exp, run)
+            res = _check(exp, run, references)
             if res is not None and not res.passed:
                 sub.failing.add(run.id)
             outcomes.append(ComboOutcome(dict(run.params or {}), run.world_size, res))

@@ -27,6 +27,7 @@ from app.errors import Busy, RateLimited
 from app.questions.schema import QuestionDoc
 from app.verify import knobs
 from app.verify.engine import HARNESS_VERSION, torch_version
+from app.verify.engine.forbid import CHECKS_MARK, compose
 from app.verify.engine.result import RunResult
 from app.verify.models import (
     PRIORITY_PRIVATE,
@@ -107,16 +108,17 @@ class RunRequest:
         return PRIORITY_SHARED if self.owner is None else PRIORITY_PRIVATE
 
 
-HARNESS_MARK = "\n\n\n# ---- the exercise's checks ----\n"
+HARNESS_MARK = CHECKS_MARK
 
 
 def exercise_code(doc: QuestionDoc, code: str) -> str:
-    """What an exercise runs: the given code (the learner's, the starter or the solution),
-    then the exercise's harness. Appended, so the code's line numbers stay the learner's."""
-    harness = doc.exercise.harness_code if doc.exercise is not None else None
-    if not harness:
+    """What an exercise runs: the given code (the learner's, the starter, the solution or a
+    wrong solution), then the exercise's options and checks program, which the rank runs
+    apart from it (app.verify.engine.forbid). One text, so the cache key covers all of it;
+    the code comes first, so its line numbers stay the learner's."""
+    if doc.exercise is None:
         return code
-    return code + HARNESS_MARK + harness
+    return compose(code, doc.exercise.harness_code or "", forbid=doc.exercise.forbid)
 
 
 def request_for(
@@ -433,12 +435,16 @@ def cap_result(data: dict[str, Any], limit: int = MAX_RESULT_BYTES) -> dict[str,
             r["stack"] = (r.get("stack") or "")[:1024] or None
         data["buckets"] = (data.get("buckets") or [])[:200]
         notes.append("output and bucket records shortened")
-    if size() > limit:
-        values = [(len(json.dumps(v)), r, name) for r in ranks for name, v in (r.get("values") or {}).items()]
+    # An exercise learner's own reports before the checks' (no check reads them).
+    for field_name in ("learner_values", "values"):
+        if size() <= limit:
+            break
+        values = [(len(json.dumps(v)), r, name) for r in ranks
+                  for name, v in (r.get(field_name) or {}).items()]
         for nbytes, r, name in sorted(values, key=lambda t: t[0], reverse=True):
             if size() <= limit:
                 break
-            r["values"][name] = f"(not stored: {nbytes} bytes of JSON)"
+            r[field_name][name] = f"(not stored: {nbytes} bytes of JSON)"
         notes.append("the largest reported values replaced by their size")
     if size() > limit:
         for r in ranks:
