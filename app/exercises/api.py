@@ -8,6 +8,7 @@ from app.deps import API_BUSY, CurrentLearner, SessionDep, SettingsDep, client_i
 from app.exercises.schemas import ExerciseRunIn, ExerciseRunOut, SubmissionOut
 from app.verify import exercise
 from app.verify.models import RUN_DONE, RUN_FAILED
+from app.verify.service import PrivateCaps
 
 router = APIRouter(prefix="/api/v1", tags=["exercises"], responses=API_BUSY)
 
@@ -21,7 +22,8 @@ def run_exercise_api(
     """Run your code against the exercise's checks (one run per audited knob combination)."""
     runs = exercise.submit(db_session=db_session, slug=slug, code=body.code, learner_id=learner_id,
                            client_ip=client_ip(request),
-                           limit_per_minute=settings.exercise_rate_per_minute)
+                           limit_per_minute=settings.exercise_rate_per_minute,
+                           caps=PrivateCaps.from_settings(settings))
     if any(r.status != RUN_DONE for r in runs):
         background.add_task(notify_workers, request)  # after the commit
     token = "-".join(str(r.id) for r in runs)

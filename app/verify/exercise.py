@@ -20,7 +20,8 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from app.errors import InvalidInput, NotFound, RateLimited, TooLarge
+from app import ratelimit
+from app.errors import InvalidInput, NotFound, TooLarge
 from app.questions.models import Question, QuestionRevision
 from app.questions.schema import Expectation, QuestionDoc
 from app.questions.service import get_published, revision_doc
@@ -73,12 +74,13 @@ def check_code(code: str) -> str:
 
 def submit(
     *, db_session: Session, slug: str, code: str, learner_id: str, client_ip: str,
-    limit_per_minute: int,
+    limit_per_minute: int, caps: service.PrivateCaps,
 ) -> list[Run]:
     """Queue (or find again, for this same learner) a run of this code per audited combination.
 
-    Raises NotFound, TooLarge, or RateLimited when the new runs would exceed the learner's
-    (or the address's) budget of learner-code runs per minute.
+    Raises NotFound, TooLarge, RateLimited when the new runs would exceed the learner's (or
+    the address's) budget of learner-code runs per minute or their share of the waiting
+    queue, Busy when the private queue is full.
     """
     _question, revision, doc = exercise_doc(db_session=db_session, slug=slug)
     assert doc.verify is not None
@@ -95,16 +97,15 @@ def submit(
         if live is None or live.status == RUN_FAILED:
             new += 1
     if new:
-        used = service.fresh_runs_since(db_session=db_session, requested_by=tag,
-                                        seconds=RATE_WINDOW_SECONDS, priority=PRIORITY_PRIVATE)
-        from_ip = service.fresh_runs_since(db_session=db_session, requested_ip=client_ip,
-                                           seconds=RATE_WINDOW_SECONDS,
-                                           priority=PRIORITY_PRIVATE)
-        if used + new > limit_per_minute or from_ip + new > limit_per_minute * IP_RATE_FACTOR:
-            raise RateLimited(
-                f"Too many runs of your code in the last minute (limit {limit_per_minute} runs; "
-                f"this exercise takes {len(reqs)} per Run). Wait a moment and run again.",
-                RATE_WINDOW_SECONDS)
+        message = (f"Too many runs of your code in the last minute (limit {limit_per_minute} runs; "
+                   f"this exercise takes {len(reqs)} per Run). Wait a moment and run again.")
+        service.check_private_capacity(db_session=db_session, requested_by=tag,
+                                       client_ip=client_ip, new=new, caps=caps)
+        ratelimit.hit(db_session=db_session, bucket="exercise", key=tag, limit=limit_per_minute,
+                      window_s=RATE_WINDOW_SECONDS, cost=new, message=message)
+        ratelimit.hit(db_session=db_session, bucket="exercise-ip", key=client_ip,
+                      limit=limit_per_minute * IP_RATE_FACTOR, window_s=RATE_WINDOW_SECONDS,
+                      cost=new, message=message)
     runs = [service.request_run(db_session=db_session, req=req)[0] for req in reqs]
     for ref in reference_requests(doc, revision_id=revision.id, versions=(torch_v, harness_v)):
         service.request_run(db_session=db_session, req=ref)

@@ -260,25 +260,6 @@ def next_lease_expiry(*, db_session: Session) -> Any:
     return db_session.scalar(select(func.min(Run.lease_expires_at)).where(Run.status == RUN_RUNNING))
 
 
-def fresh_runs_since(*, db_session: Session, seconds: float, requested_by: str | None = None,
-                     requested_ip: str | None = None, priority: int | None = None) -> int:
-    """How many runs this requester (a learner, or a client address) caused in the last `seconds`.
-
-    With `priority`, only runs of that kind count (learner code has its own budget).
-    """
-    if requested_by is None and requested_ip is None:
-        return 0
-    since = utcnow() - timedelta(seconds=seconds)
-    stmt = select(func.count()).select_from(Run).where(Run.requested_at >= since)
-    if priority is not None:
-        stmt = stmt.where(Run.priority == priority)
-    if requested_by is not None:
-        stmt = stmt.where(Run.requested_by == requested_by)
-    if requested_ip is not None:
-        stmt = stmt.where(Run.requested_ip == requested_ip)
-    return int(db_session.scalar(stmt) or 0)
-
-
 def _claimable(now: Any) -> Any:
     return or_(
         Run.status == RUN_QUEUED,

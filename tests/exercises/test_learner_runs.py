@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -263,3 +263,30 @@ def test_a_topic_of_exercises_links_to_their_pages_and_offers_no_quiz(ex_client:
     page = parse(ex_client.get("/topics/drills"))
     assert [a["href"] for a in page.select(".question-list a")] == [f"/exercises/{SLUG}"]
     assert page.select_one("form[action='/quizzes']") is None
+
+
+def test_thirty_submissions_from_one_address_fill_only_its_share_of_the_queue(
+    ex_client: TestClient, new_client: Callable[..., TestClient],
+    session_factory: sessionmaker[Session],
+    settings: Settings,
+) -> None:
+    """The attacker's burst: 30 spinning submissions, each from a fresh cookie, one address.
+    Past the address's share of the waiting queue they are refused (429 with Retry-After);
+    another address still gets in, and its run is claimed before the burst's second."""
+    spin = "while True:\n    pass\n"
+    statuses = []
+    for _ in range(30):
+        browser = new_client()
+        statuses.append(browser.post(f"/api/v1/exercises/{SLUG}/run", json={"code": spin}))
+    accepted = [r for r in statuses if r.status_code == 200]
+    refused = [r for r in statuses if r.status_code == 429]
+    assert len(accepted) == settings.private_queue_per_address
+    assert len(refused) == 30 - settings.private_queue_per_address
+    assert refused[0].headers["retry-after"] and "from your network" in refused[0].json()["detail"]
+    other = TestClient(ex_client.app, client=("10.9.9.9", 5000))
+    mine = other.post(f"/api/v1/exercises/{SLUG}/run", json={"code": SOLUTION}).json()
+    with session_scope(session_factory) as s:
+        first = service.claim_run(db_session=s, worker_id="w1", lease_seconds=60)
+        second = service.claim_run(db_session=s, worker_id="w2", lease_seconds=60)
+        assert first is not None and second is not None
+        assert second.id in mine["run_ids"]  # not the burst's second run
