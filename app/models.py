@@ -7,6 +7,7 @@ imports it, so a model added here is known to every entry point.
 from app.accounts.models import AuditEntry, Learner, User
 from app.authoring.models import BankUpload
 from app.db import Base
+from app.exercises.models import ExerciseSubmission
 from app.mock.models import MockInterview
 from app.progress.models import LearnerGoal
 from app.questions.models import Question, QuestionRevision, Topic
@@ -21,6 +22,7 @@ __all__ = [
     "AuditEntry",
     "BankUpload",
     "Base",
+    "ExerciseSubmission",
     "Learner",
     "LearnerGoal",
     "MockInterview",

@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 
 from app.accounts import service as accounts
 from app.accounts.models import ROLE_LEARNER, AuditEntry, Learner, User
+from app.exercises.models import ExerciseSubmission
 from app.mock.models import MockInterview
 from app.progress.models import LearnerGoal
 from app.questions.models import Question
@@ -103,7 +104,7 @@ def claim_on_sign_in(*, db_session: Session, user: User, browser_learner_id: str
 
 
 # Tables whose rows belong to one learner (learner_id), moved as they are.
-_OWNED = (Attempt, Quiz, ProblemReport, MockInterview, ReviewLog)
+_OWNED = (Attempt, Quiz, ProblemReport, MockInterview, ReviewLog, ExerciseSubmission)
 
 
 def move_history(*, db_session: Session, from_id: str, into_id: str) -> int:
@@ -200,6 +201,11 @@ def export_data(*, db_session: Session, user: User, learner_id: str) -> dict[str
         "interview_goal": next(({"interview_date": g.interview_date.isoformat()
                                  if g.interview_date else None, "target": g.target}
                                 for g in [db_session.get(LearnerGoal, learner_id)] if g), None),
+        "exercise_submissions": [
+            {"question": slugs.get(e.question_id), "passed": e.passed, "gave_up": e.gave_up,
+             "created_at": _iso(e.created_at)}
+            for e in db_session.scalars(select(ExerciseSubmission).where(
+                ExerciseSubmission.learner_id == learner_id).order_by(ExerciseSubmission.id))],
         "quizzes": [{"id": q.id, "kind": q.kind, "topics": q.topics, "difficulty": q.difficulty,
                      "started_at": _iso(q.started_at), "finished_at": _iso(q.finished_at)}
                     for q in quizzes],
@@ -227,6 +233,8 @@ def delete_account(*, db_session: Session, user: User) -> dict[str, int]:
         counts["mock_interviews"] = _deleted(
             db_session, delete(MockInterview).where(MockInterview.learner_id.in_(learner_ids)))
         db_session.execute(delete(LearnerGoal).where(LearnerGoal.learner_id.in_(learner_ids)))
+        db_session.execute(delete(ExerciseSubmission).where(
+            ExerciseSubmission.learner_id.in_(learner_ids)))
         db_session.execute(delete(QuizItem).where(QuizItem.quiz_id.in_(quiz_ids)))
         counts["quizzes"] = _deleted(
             db_session, delete(Quiz).where(Quiz.learner_id.in_(learner_ids)))

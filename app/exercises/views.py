@@ -19,8 +19,8 @@ from app.deps import (
     notify_workers,
 )
 from app.errors import DomainError
+from app.exercises import service as exercise
 from app.templating import templates
-from app.verify import exercise
 from app.verify.models import RUN_DONE
 from app.verify.service import PrivateCaps
 

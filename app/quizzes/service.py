@@ -275,6 +275,23 @@ def record_exercise_pass(
     return attempt
 
 
+def record_exercise_give_up(
+    *, db_session: Session, learner_id: str, question_id: int, revision_id: int, code: str,
+    token: str,
+) -> Attempt:
+    """Store "I give up" on an exercise as a failed attempt (its card comes back soon)."""
+    ensure_learner(db_session=db_session, learner_id=learner_id)
+    now = utcnow()
+    attempt = Attempt(learner_id=learner_id, question_id=question_id, revision_id=revision_id,
+                      token=replay_key(learner_id=learner_id, question_id=question_id, token=token),
+                      answer={"code": code, "gave_up": True}, score=0.0, correct=False,
+                      time_taken_ms=None, created_at=now)
+    if (winner := _insert_tokened(db_session, attempt)) is not None:
+        return winner
+    review.record_review(db_session=db_session, attempt=attempt, confidence=None, now=now)
+    return attempt
+
+
 def next_unanswered(*, db_session: Session, quiz: Quiz) -> QuizItem | None:
     """The first item of the quiz without an attempt."""
     answered = select(Attempt.quiz_item_id).where(Attempt.quiz_item_id.is_not(None))

@@ -62,7 +62,7 @@ def runnable_doc(
     if doc.verify is None or doc.snippet_text is None:
         raise NotFound("This question has no snippet to run.")
     if doc.is_exercise:
-        # An exercise runs the learner's code on its own page (app.verify.exercise).
+        # An exercise runs the learner's code on its own page (app.exercises.service).
         raise NotFound("This is an exercise: run your code on its page.")
     return revision, doc
 
@@ -85,7 +85,7 @@ def start_run(
     live = service.find_live(db_session=db_session, key=req.key)
     if live is None or live.status == RUN_FAILED:
         # Only a run that will execute counts: cached runs stay free. Learner code
-        # (exercises) has its own budget (app.verify.exercise).
+        # (exercises) has its own budget (app.exercises.service).
         message = (f"Too many new runs in the last minute (limit {limit_per_minute} per learner); "
                    "runs that are already cached stay free.")
         ratelimit.hit(db_session=db_session, bucket="verify", key=learner_id,
@@ -216,7 +216,7 @@ def run_panel(
         if run_revision is not None and run_revision.id != revision.id:
             panel.run_revision = run_revision
         panel.same_snippet = run.snippet_text == doc.snippet_text
-        # An exercise's checks (some hidden) are shown only by app.verify.exercise.
+        # An exercise's checks (some hidden) are shown only by app.exercises.service.
         panel.reveal = not doc.is_exercise and practice.has_answered(
             db_session=db_session, learner_id=learner_id, question_id=question.id)
         if (panel.reveal and panel.result is not None and doc.verify is not None

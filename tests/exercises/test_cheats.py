@@ -24,7 +24,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from app.db import session_scope
 from app.quizzes.models import Attempt
 from app.settings import Settings
-from app.verify.exercise import REFERENCE_REQUESTER
+from app.exercises.service import REFERENCE_REQUESTER
 from app.verify.models import Run
 from app.verify.worker import Worker
 from tests.conftest import REAL_BANK

@@ -20,7 +20,7 @@ from app.quizzes.models import Attempt
 from app.review.models import ReviewCard
 from app.settings import Settings
 from app.verify import service
-from app.verify.exercise import MAX_CODE_BYTES
+from app.exercises.service import MAX_CODE_BYTES
 from app.verify.models import PRIORITY_PRIVATE, Run
 from app.verify.worker import Worker
 from tests.exercises.conftest import EXERCISE_BANK, SLUG, SOLUTION, STARTER

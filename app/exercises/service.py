@@ -15,13 +15,17 @@ learner's runs if it is missing, never counted against the learner's budget.
 
 from __future__ import annotations
 
+import difflib
+import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from app import ratelimit
-from app.errors import InvalidInput, NotFound, TooLarge
+from app.errors import Forbidden, InvalidInput, NotFound, TooLarge
+from app.exercises.models import ExerciseSubmission
 from app.questions.models import Question, QuestionRevision
 from app.questions.schema import Expectation, QuestionDoc
 from app.questions.service import get_published, revision_doc
@@ -29,7 +33,7 @@ from app.quizzes import service as practice
 from app.verify import service
 from app.verify.access import IP_RATE_FACTOR, RATE_WINDOW_SECONDS
 from app.verify.engine import SnippetSyntaxError, check_snippet
-from app.verify.engine.forbid import learner_part
+from app.verify.engine.forbid import SNIPPET_FILE, learner_part
 from app.verify.engine.result import RunResult
 from app.verify.expectations import CheckResult, applies, check
 from app.verify.gate import combo_key
@@ -37,6 +41,8 @@ from app.verify.models import PRIORITY_PRIVATE, RUN_DONE, RUN_FAILED, Run
 
 # Learner code is capped at this many bytes of UTF-8.
 MAX_CODE_BYTES = 20 * 1024
+# Failed Runs after which the learner may open the reference solution (or give up first).
+RUNS_BEFORE_SOLUTION = 3
 # Who asked for a reference run that a learner's submission needed.
 REFERENCE_REQUESTER = "exercise-reference"
 
@@ -210,6 +216,9 @@ class Submission:
         return next((r for r in self.runs if r.id in self.failing), self.runs[0])
 
     failing: set[int] = field(default_factory=set)
+    # The first error of the learner's code (learner frames only), and where they stand.
+    error: LearnerError | None = None
+    progress: Progress | None = None
 
 
 def parse_token(token: str) -> list[int]:
@@ -295,4 +304,138 @@ def submission(
             db_session=db_session, learner_id=learner_id, question_id=question.id,
             revision_id=revision.id, code=sub.code, token=f"exercise:{sub.token}")
         sub.attempt_id = attempt.id
+    if record and sub.done and not sub.infrastructure_failed:
+        _record_submission(db_session, learner_id, question.id, sub.token, passed=sub.passed)
+    sub.error = learner_error([service.result_of(r) for r in runs])
+    sub.progress = progress(db_session=db_session, learner_id=learner_id, question_id=question.id)
     return sub
+
+
+def _record_submission(db_session: Session, learner_id: str, question_id: int, token: str, *,
+                       passed: bool, gave_up: bool = False) -> None:
+    if db_session.scalar(select(ExerciseSubmission.id).where(ExerciseSubmission.token == token)):
+        return
+    practice.ensure_learner(db_session=db_session, learner_id=learner_id)
+    db_session.add(ExerciseSubmission(learner_id=learner_id, question_id=question_id, token=token,
+                                      passed=passed, gave_up=gave_up))
+    db_session.flush()
+
+
+@dataclass(frozen=True)
+class Progress:
+    """Where a learner stands with one exercise."""
+
+    failed_runs: int
+    passed: bool
+    gave_up: bool
+
+    @property
+    def solution_open(self) -> bool:
+        """The reference solution may be shown: solved, given up, or tried enough times."""
+        return self.passed or self.gave_up or self.failed_runs >= RUNS_BEFORE_SOLUTION
+
+    @property
+    def runs_until_solution(self) -> int:
+        return 0 if self.solution_open else RUNS_BEFORE_SOLUTION - self.failed_runs
+
+
+def progress(*, db_session: Session, learner_id: str, question_id: int) -> Progress:
+    """The learner's finished Runs of this exercise: how many failed, whether one passed."""
+    rows = db_session.execute(
+        select(ExerciseSubmission.passed, ExerciseSubmission.gave_up, func.count())
+        .where(ExerciseSubmission.learner_id == learner_id,
+               ExerciseSubmission.question_id == question_id)
+        .group_by(ExerciseSubmission.passed, ExerciseSubmission.gave_up)).all()
+    failed = sum(n for passed, gave_up, n in rows if not passed and not gave_up)
+    return Progress(failed, any(passed for passed, _, _ in rows),
+                    any(gave_up for _, gave_up, _ in rows))
+
+
+@dataclass(frozen=True)
+class Solution:
+    """The reference solution as a learner may see it, beside their own last code."""
+
+    code: str
+    mine: str
+    diff: str
+
+
+def give_up(*, db_session: Session, slug: str, learner_id: str, code: str) -> Solution:
+    """"I give up": recorded as a failed attempt (the card comes back soon); the solution opens."""
+    question, revision, _doc = exercise_doc(db_session=db_session, slug=slug)
+    code = check_code(code) if code.strip() else ""
+    practice.record_exercise_give_up(db_session=db_session, learner_id=learner_id,
+                                     question_id=question.id, revision_id=revision.id, code=code,
+                                     token=f"exercise-give-up:{uuid.uuid4()}")
+    _record_submission(db_session, learner_id, question.id, f"gave-up:{uuid.uuid4()}",
+                       passed=False, gave_up=True)
+    return solution(db_session=db_session, slug=slug, learner_id=learner_id, code=code)
+
+
+def solution(*, db_session: Session, slug: str, learner_id: str, code: str | None = None) -> Solution:
+    """The reference solution and a diff against the learner's code (their last Run's, unless
+    given); Forbidden before the learner solved it, gave up, or failed RUNS_BEFORE_SOLUTION Runs."""
+    question, _revision, doc = exercise_doc(db_session=db_session, slug=slug)
+    assert doc.exercise is not None
+    state = progress(db_session=db_session, learner_id=learner_id, question_id=question.id)
+    if not state.solution_open:
+        raise Forbidden(f"The solution opens after {RUNS_BEFORE_SOLUTION} failed Runs "
+                        f"({state.runs_until_solution} to go), or when you give up.")
+    if code is None:
+        code = last_code(db_session=db_session, learner_id=learner_id, question=question) or \
+            (doc.snippet_text or "")
+    reference = doc.exercise.solution_code or ""
+    diff = "".join(difflib.unified_diff(code.splitlines(keepends=True),
+                                        reference.splitlines(keepends=True),
+                                        fromfile="your code", tofile="the reference solution"))
+    return Solution(reference, code, diff)
+
+
+def last_code(*, db_session: Session, learner_id: str, question: Question) -> str | None:
+    """The learner's own code of their newest Run of this exercise, if any."""
+    run = db_session.scalar(
+        select(Run).where(Run.requested_by == owner_tag(learner_id), Run.priority == PRIORITY_PRIVATE,
+                          Run.question_revision_id.in_(
+                              select(QuestionRevision.id).where(QuestionRevision.question_id == question.id)))
+        .order_by(Run.requested_at.desc(), Run.id.desc()).limit(1))
+    return learner_code(run) if run is not None else None
+
+
+@dataclass(frozen=True)
+class LearnerError:
+    """How the learner's code failed on one rank, in the learner's own lines only."""
+
+    rank: int
+    type: str
+    message: str
+    line: int | None
+    traceback: str
+
+
+def learner_error(results: list[RunResult | None]) -> LearnerError | None:
+    """The first rank error of these runs, its traceback cut to the learner's own frames (the
+    checks program's frames and the harness's never reach the learner)."""
+    for result in results:
+        for rank in (result.ranks if result is not None else []):
+            if rank.error is not None:
+                return LearnerError(rank.rank, rank.error.type, rank.error.message,
+                                    rank.error.line, own_frames(rank.error.traceback))
+    return None
+
+
+def own_frames(traceback: str) -> str:
+    """A Python traceback with only the frames of the learner's file (snippet.py) kept."""
+    out: list[str] = []
+    keep = False
+    for line in traceback.splitlines():
+        if line.startswith("  File "):
+            keep = line.startswith(f'  File "{SNIPPET_FILE}"')
+            if keep:
+                out.append(line)
+        elif line.startswith("    "):
+            if keep:
+                out.append(line)
+        else:
+            keep = False
+            out.append(line)
+    return "\n".join(out)
