@@ -52,6 +52,7 @@ from app.reports import api as reports_api
 from app.reports import views as reports_views
 from app.review import api as review_api
 from app.review import views as review_views
+from app.review.worker import FitWorker
 from app.settings import Settings, get_settings
 from app.templating import STATIC_DIR, templates
 from app.verify import views as verify_views
@@ -150,9 +151,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             threading.Thread(target=warm_engine, args=(settings.sandbox,), name="engine-warmup",
                              daemon=True).start()
             pool.start()
+            fits = FitWorker(app.state.sessionmaker, settings, clock=app.state.clock)
+            fits.start()
         yield
         if pool is not None:
             pool.shutdown(timeout=30)
+            fits.shutdown(timeout=30)
         engine.dispose()
 
     app = FastAPI(title="DDP Drill", version="0.1.0", lifespan=lifespan,

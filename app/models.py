@@ -13,7 +13,7 @@ from app.questions.models import Question, QuestionRevision, Topic
 from app.quizzes.models import Attempt, Quiz, QuizItem
 from app.ratelimit import RateHit
 from app.reports.models import ProblemReport
-from app.review.models import ReviewCard, ReviewLog
+from app.review.models import LearnerSchedule, ReviewCard, ReviewLog, ScheduleFit
 from app.verify.models import Run, Verdict
 
 __all__ = [
@@ -23,6 +23,7 @@ __all__ = [
     "Base",
     "Learner",
     "LearnerGoal",
+    "LearnerSchedule",
     "MockInterview",
     "ProblemReport",
     "Question",
@@ -33,6 +34,7 @@ __all__ = [
     "ReviewCard",
     "ReviewLog",
     "Run",
+    "ScheduleFit",
     "Topic",
     "User",
     "Verdict",
