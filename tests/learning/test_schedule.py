@@ -348,13 +348,16 @@ def test_the_schedule_is_in_the_data_export_and_goes_with_the_account(
     session_factory: sessionmaker[Session],
 ) -> None:
     answer(client, "fixture-single", FIXTURE["fixture-single"]["right"], "sure")
-    sign_up(client, "lena")
+    # Chosen before signing up: the retention comes along with the anonymous history.
     r = client.post("/review/schedule", data={**_csrf(client), "desired_retention": "85"},
                     follow_redirects=False)
     assert r.status_code == 303
+    anonymous = learner_id(client, settings)
+    sign_up(client, "lena")
     with session_factory() as s:
         me = s.scalar(select(LearnerSchedule.learner_id))
-    assert me is not None
+    assert me is not None and me != anonymous
+    assert "at 85% desired retention" in text(parse(client.get("/review")).select_one(".schedule-status"))
     _fitted(session_factory, me, T0)
     data = json.loads(client.get("/account/export.json").text)
     assert data["schedule"]["desired_retention"] == 0.85
