@@ -1,17 +1,22 @@
 """Fitting a learner's FSRS parameters from their review log, and simulating their workload.
 
 Pure functions over plain data (no database, no web): the fit runs in a child process of
-the fit worker (app/review/worker.py), the workload simulation in a request. The fit is the
+the fit worker (app/review/worker.py: `python -m app.review.fitting`, the log as JSON on
+stdin, the result as JSON on stdout), the workload simulation in a request. The fit is the
 `fsrs` package's own Optimizer (the `fsrs[optimizer]` extra: torch, pandas, tqdm), imported
 only where a fit runs, so no web process loads torch for it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
+import json
 import math
+import os
 import random
 import statistics
+import sys
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -205,3 +210,79 @@ def workload(cards: Sequence[Card], *, parameters: Sequence[float], retentions: 
                     due = c.due
         out.append(Workload(retention, [n / WORKLOAD_RUNS for n in counts]))
     return out
+
+
+# The child process: the job message and the result as JSON, checked at the boundary ---------
+
+# The child runs at a lower priority than the web process it shares the machine with.
+CHILD_NICENESS = 10
+
+
+def reviews_to_json(reviews: Sequence[Review]) -> str:
+    """The job message: the review log, one [card, rating, ISO time, duration] per review."""
+    return json.dumps({"reviews": [[r.card_id, r.rating, r.reviewed_at.isoformat(), r.duration_ms]
+                                   for r in reviews]})
+
+
+def reviews_from_json(text: str) -> list[Review]:
+    """The job message read back; raises ValueError for anything else."""
+    try:
+        rows = json.loads(text)["reviews"]
+        out = [Review(int(c), int(g), datetime.fromisoformat(at), None if d is None else int(d))
+               for c, g, at, d in rows]
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError(f"not a review log: {exc}") from None
+    if any(r.rating not in (1, 2, 3, 4) or r.reviewed_at.tzinfo is None for r in out):
+        raise ValueError("not a review log: a rating outside 1-4 or a time without a zone")
+    return out
+
+
+def _number(value: object, name: str) -> float | None:
+    if value is None:
+        return None
+    if not isinstance(value, int | float) or isinstance(value, bool) or not math.isfinite(value):
+        raise ValueError(f"{name} is not a finite number")
+    return float(value)
+
+
+def result_from_json(text: str) -> FitResult:
+    """A child's result, checked: 21 finite weights within FSRS's bounds (or none), counts and
+    losses that are numbers. Raises ValueError for anything else."""
+    from fsrs.scheduler import LOWER_BOUNDS_PARAMETERS, UPPER_BOUNDS_PARAMETERS
+
+    try:
+        data = json.loads(text)
+        params = data["parameters"]
+        if params is not None:
+            if not isinstance(params, list) or len(params) != len(DEFAULT_PARAMETERS):
+                raise ValueError(f"parameters is not a list of {len(DEFAULT_PARAMETERS)}")
+            params = [_number(p, "a parameter") for p in params]
+            if not all(p is not None and lo <= p <= hi for p, lo, hi in
+                       zip(params, LOWER_BOUNDS_PARAMETERS, UPPER_BOUNDS_PARAMETERS, strict=True)):
+                raise ValueError("a parameter is outside FSRS's bounds")
+        retention = _number(data["optimal_retention"], "optimal_retention")
+        if retention is not None and not 0 < retention < 1:
+            raise ValueError("optimal_retention is not a probability")
+        return FitResult(params, int(data["reviews"]), int(data["eligible"]),
+                         _number(data["fitted_loss"], "fitted_loss"),
+                         _number(data["default_loss"], "default_loss"), retention,
+                         _number(data["seconds"], "seconds") or 0.0,
+                         [str(n)[:500] for n in data.get("notes", [])][:10])
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise ValueError(f"not a fit result: {exc}") from None
+
+
+def main() -> None:
+    """`python -m app.review.fitting`: read a review log on stdin, write the fit on stdout."""
+    # Where lowering the priority is not permitted, the fit runs at the web app's.
+    with contextlib.suppress(OSError):
+        os.nice(CHILD_NICENESS)
+    result = fit(reviews_from_json(sys.stdin.read()))
+    json.dump({"parameters": result.parameters, "reviews": result.reviews,
+               "eligible": result.eligible, "fitted_loss": result.fitted_loss,
+               "default_loss": result.default_loss, "optimal_retention": result.optimal_retention,
+               "seconds": result.seconds, "notes": result.notes}, sys.stdout)
+
+
+if __name__ == "__main__":
+    main()

@@ -2,18 +2,20 @@
 in a child process, stores the result; once an hour it queues the weekly refits.
 
 Like the verify workers (app/verify/worker.py) it is handed ids and opens a short session for
-each step. The fit itself runs in a spawned child: the Optimizer is seconds of pure-Python
-work on torch scalars, which in a thread of the web process would hold the GIL against every
-request, and torch is then loaded only while a fit runs.
+each step. The fit itself runs in a child process, `python -m app.review.fitting`, the log sent
+as JSON on stdin and the result read back from stdout and checked: the Optimizer is seconds
+of pure-Python work on torch scalars, which in a thread of the web process would hold the GIL
+against every request, and torch is then loaded only while a fit runs. A plain command rather
+than multiprocessing: a spawned child re-imports the parent's main script, whatever it is.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import multiprocessing
 import os
 import socket
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -37,14 +39,8 @@ SWEEP_SECONDS = 3600.0
 # A fit running longer than this is stopped and counted as a failed attempt: 2,000 reviews
 # take ~5 s of CPU (docs/performance.md), and the Optimizer reads at most 64 per card.
 FIT_TIMEOUT_S = 300.0
-# The child runs at a lower priority than the web process it shares the machine with.
-CHILD_NICENESS = 10
-
-
-def _child_init() -> None:
-    # Where lowering the priority is not permitted, the child runs at the web app's.
-    with contextlib.suppress(OSError):
-        os.nice(CHILD_NICENESS)
+# What the child may print on stderr that is kept as the failure's reason.
+MAX_CHILD_STDERR = 2000
 
 
 class FitFailed(Exception):
@@ -76,16 +72,19 @@ class FitWorker:
             return review.queue_weekly_refits(db_session=s, now=now or self.clock.now())
 
     def _fit(self, fit_id: int, reviews: list[fitting.Review]) -> fitting.FitResult:
-        """fitting.fit in a spawned child, renewing the lease while it works."""
+        """fitting.fit in a child process, renewing the lease while it works."""
         interval = max(0.1, self.settings.lease_seconds / 3)
         deadline = time.monotonic() + self.timeout_s
-        with multiprocessing.get_context("spawn").Pool(1, initializer=_child_init) as pool:
-            pending = pool.apply_async(fitting.fit, (reviews,))
+        child = subprocess.Popen([sys.executable, "-m", "app.review.fitting"], stdin=subprocess.PIPE,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        message: str | None = fitting.reviews_to_json(reviews)
+        try:
             while True:
                 try:
-                    return pending.get(timeout=interval)
-                except multiprocessing.TimeoutError:
-                    pass
+                    out, err = child.communicate(message, timeout=interval)
+                    break
+                except subprocess.TimeoutExpired:
+                    message = None  # sent once; communicate() keeps what it has read
                 if time.monotonic() > deadline:
                     raise FitFailed(f"the fit ran past {self.timeout_s:.0f} s")
                 with session_scope(self.factory) as s:
@@ -93,6 +92,14 @@ class FitWorker:
                                                   worker_id=self.worker_id,
                                                   lease_seconds=self.settings.lease_seconds):
                         raise FitFailed("the lease passed to another worker")
+        finally:
+            if child.poll() is None:
+                child.kill()
+                child.communicate()
+        if child.returncode != 0:
+            raise FitFailed(f"the fitting process exited with {child.returncode}: "
+                            f"{err.strip()[-MAX_CHILD_STDERR:]}")
+        return fitting.result_from_json(out)
 
     def run_once(self) -> bool:
         """Claim and run one fit; False when none was waiting."""

@@ -369,3 +369,42 @@ def test_the_schedule_is_in_the_data_export_and_goes_with_the_account(
     assert client.post(action, data={**hidden, "confirm": "lena"}).status_code == 200
     assert count(session_factory, LearnerSchedule) == 0
     assert count(session_factory, ScheduleFit) == 0
+
+
+def test_a_fit_that_runs_past_its_time_is_stopped_and_queued_again(
+    client: TestClient, clock: FixedClock, settings: Settings,
+    session_factory: sessionmaker[Session],
+) -> None:
+    client.get("/")
+    me = learner_id(client, settings)
+    seed_review_log(session_factory, me, synthetic_reviews(FAST_FORGETTER, cards=60, reviews=900,
+                                                           seed=5))
+    with session_scope(session_factory) as s:
+        review.request_fit(db_session=s, learner_id=me, now=T0)
+    # A real fitting process, given no time: killed at its first look, the attempt counted.
+    assert FitWorker(session_factory, settings, clock=clock, timeout_s=0.0).run_once()
+    with session_factory() as s:
+        fit = s.scalar(select(ScheduleFit).where(ScheduleFit.learner_id == me))
+        assert fit is not None and fit.status == FIT_QUEUED and fit.pending is True
+        assert fit.attempts == 1 and "ran past" in (fit.failure_reason or "")
+        assert s.get(LearnerSchedule, me) is None  # the schedule is untouched
+
+
+@pytest.mark.parametrize("bad", [
+    '{"parameters": [0.1], "reviews": 1, "eligible": 1, "fitted_loss": null, "default_loss": null,'
+    ' "optimal_retention": null, "seconds": 1}',
+    '{"parameters": ' + str([1000.0] * 21) + ', "reviews": 1, "eligible": 1, "fitted_loss": 0.1,'
+    ' "default_loss": 0.2, "optimal_retention": null, "seconds": 1}',
+    '{"parameters": null, "reviews": 1, "eligible": 1, "fitted_loss": NaN, "default_loss": 0.2,'
+    ' "optimal_retention": null, "seconds": 1}',
+    '{"parameters": null, "reviews": 1, "eligible": 1, "fitted_loss": null, "default_loss": null,'
+    ' "optimal_retention": 1.5, "seconds": 1}',
+    "Traceback (most recent call last):", "",
+])
+def test_what_a_fitting_process_sends_back_is_checked_before_it_is_stored(bad: str) -> None:
+    with pytest.raises(ValueError, match="not a fit result"):
+        fitting.result_from_json(bad)
+    good = fitting.result_from_json(
+        '{"parameters": ' + str(list(FAST_FORGETTER)) + ', "reviews": 900, "eligible": 600,'
+        ' "fitted_loss": 0.4, "default_loss": 0.5, "optimal_retention": 0.85, "seconds": 3.5}')
+    assert good.parameters == list(FAST_FORGETTER) and good.optimal_retention == 0.85
