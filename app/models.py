@@ -14,7 +14,7 @@ from app.questions.models import Question, QuestionRevision, Topic
 from app.quizzes.models import Attempt, Quiz, QuizItem
 from app.ratelimit import RateHit
 from app.reports.models import ProblemReport
-from app.review.models import ReviewCard, ReviewLog
+from app.review.models import LearnerSchedule, ReviewCard, ReviewLog, ScheduleFit
 from app.verify.models import Run, Verdict
 
 __all__ = [
@@ -25,6 +25,7 @@ __all__ = [
     "ExerciseSubmission",
     "Learner",
     "LearnerGoal",
+    "LearnerSchedule",
     "MockInterview",
     "ProblemReport",
     "Question",
@@ -35,6 +36,7 @@ __all__ = [
     "ReviewCard",
     "ReviewLog",
     "Run",
+    "ScheduleFit",
     "Topic",
     "User",
     "Verdict",

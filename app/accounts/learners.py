@@ -26,7 +26,7 @@ from app.questions.models import Question
 from app.quizzes.models import Attempt, Quiz, QuizItem
 from app.ratelimit import RateHit
 from app.reports.models import ProblemReport
-from app.review.models import ReviewCard, ReviewLog
+from app.review.models import LearnerSchedule, ReviewCard, ReviewLog, ScheduleFit
 from app.verify.models import Run
 
 
@@ -141,6 +141,14 @@ def move_history(*, db_session: Session, from_id: str, into_id: str) -> int:
                            .values(learner_id=into_id))
     else:
         db_session.execute(delete(LearnerGoal).where(LearnerGoal.learner_id == from_id))
+    # The account's own schedule wins; an anonymous one it did not have comes along. Fitted
+    # weights stay with the log they were fitted to: the next weekly refit reads the merge.
+    if db_session.get(LearnerSchedule, into_id) is None:
+        db_session.execute(update(LearnerSchedule).where(LearnerSchedule.learner_id == from_id)
+                           .values(learner_id=into_id))
+    else:
+        db_session.execute(delete(LearnerSchedule).where(LearnerSchedule.learner_id == from_id))
+    db_session.execute(delete(ScheduleFit).where(ScheduleFit.learner_id == from_id))
     db_session.execute(update(Run).where(Run.requested_by == f"learner:{from_id}")
                        .values(requested_by=f"learner:{into_id}"))
     db_session.delete(source)
@@ -198,6 +206,18 @@ def export_data(*, db_session: Session, user: User, learner_id: str) -> dict[str
                              "finished_at": _iso(m.finished_at), "shared": m.share_token is not None}
                             for m in db_session.scalars(select(MockInterview).where(
                                 MockInterview.learner_id == learner_id))],
+        "schedule": next(({"desired_retention": sc.desired_retention, "parameters": sc.parameters,
+                           "fitted_at": _iso(sc.fitted_at), "fitted_reviews": sc.fitted_reviews,
+                           "fitted_loss": sc.fitted_loss, "default_loss": sc.default_loss,
+                           "optimal_retention": sc.optimal_retention}
+                          for sc in [db_session.get(LearnerSchedule, learner_id)] if sc), None),
+        "schedule_fits": [{"reason": f.reason, "status": f.status, "outcome": f.outcome,
+                           "reviews": f.reviews, "eligible": f.eligible, "seconds": f.seconds,
+                           "requested_at": _iso(f.requested_at), "finished_at": _iso(f.finished_at),
+                           "note": f.failure_reason}
+                          for f in db_session.scalars(select(ScheduleFit).where(
+                              ScheduleFit.learner_id == learner_id).order_by(ScheduleFit.requested_at,
+                                                                             ScheduleFit.id))],
         "interview_goal": next(({"interview_date": g.interview_date.isoformat()
                                  if g.interview_date else None, "target": g.target}
                                 for g in [db_session.get(LearnerGoal, learner_id)] if g), None),
@@ -214,8 +234,9 @@ def export_data(*, db_session: Session, user: User, learner_id: str) -> dict[str
 
 def delete_account(*, db_session: Session, user: User) -> dict[str, int]:
     """Delete a learner account and everything of its learner: attempts, review cards and
-    logs, problem reports, quizzes, and its sessions (the user row goes, so every session
-    cookie names nobody). Other learners' rows are untouched. Returns what was removed."""
+    logs, their FSRS schedule and fits, problem reports, quizzes, and its sessions (the user
+    row goes, so every session cookie names nobody). Other learners' rows are untouched.
+    Returns what was removed."""
     learner_ids = list(db_session.scalars(select(Learner.id).where(Learner.user_id == user.id)))
     counts = {"attempts": 0, "review_cards": 0, "review_logs": 0, "problem_reports": 0,
               "quizzes": 0, "mock_interviews": 0}
@@ -235,6 +256,10 @@ def delete_account(*, db_session: Session, user: User) -> dict[str, int]:
         db_session.execute(delete(LearnerGoal).where(LearnerGoal.learner_id.in_(learner_ids)))
         db_session.execute(delete(ExerciseSubmission).where(
             ExerciseSubmission.learner_id.in_(learner_ids)))
+        db_session.execute(delete(LearnerSchedule).where(LearnerSchedule.learner_id.in_(learner_ids)))
+        db_session.execute(delete(ScheduleFit).where(ScheduleFit.learner_id.in_(learner_ids)))
+        db_session.execute(delete(RateHit).where(RateHit.bucket == "fsrs-fit",
+                                                 RateHit.key.in_(learner_ids)))
         db_session.execute(delete(QuizItem).where(QuizItem.quiz_id.in_(quiz_ids)))
         counts["quizzes"] = _deleted(
             db_session, delete(Quiz).where(Quiz.learner_id.in_(learner_ids)))

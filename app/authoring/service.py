@@ -94,6 +94,14 @@ def can_edit(*, db_session: Session, user: User, question: Question) -> bool:
     return user.role == ROLE_ADMIN or owner_id(db_session=db_session, question=question) == user.id
 
 
+def editable_question_ids(*, db_session: Session, user: User) -> list[int] | None:
+    """The ids of the questions this user may edit (can_edit); None for an admin: every one."""
+    if user.role == ROLE_ADMIN:
+        return None
+    return list(db_session.scalars(select(QuestionRevision.question_id).where(
+        QuestionRevision.number == 1, QuestionRevision.author_id == user.id)))
+
+
 def require_edit(*, db_session: Session, user: User, question: Question) -> None:
     if not can_edit(db_session=db_session, user=user, question=question):
         raise NotAllowed("Only the question's author or an admin may change it.")

@@ -22,9 +22,9 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.db import session_scope
+from app.exercises.service import REFERENCE_REQUESTER
 from app.quizzes.models import Attempt
 from app.settings import Settings
-from app.exercises.service import REFERENCE_REQUESTER
 from app.verify.models import Run
 from app.verify.worker import Worker
 from tests.conftest import REAL_BANK

@@ -15,12 +15,12 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.db import session_scope
+from app.exercises.service import MAX_CODE_BYTES
 from app.main import create_app
 from app.quizzes.models import Attempt
 from app.review.models import ReviewCard
 from app.settings import Settings
 from app.verify import service
-from app.exercises.service import MAX_CODE_BYTES
 from app.verify.models import PRIORITY_PRIVATE, Run
 from app.verify.worker import Worker
 from tests.exercises.conftest import EXERCISE_BANK, SLUG, SOLUTION, STARTER
