@@ -35,6 +35,9 @@ class Settings(BaseSettings):
     # link the app hands out (a mock report's share link) starts with it, never with the
     # request's Host header, which a client controls. Unset: http://HOST:PORT.
     public_base_url: str | None = None
+    # Reverse proxies whose X-Forwarded-For the app believes (uvicorn's forwarded_allow_ips,
+    # comma-separated addresses or "*"). Unset: none, the TCP peer is the client.
+    forwarded_allow_ips: str | None = None
     # Host headers the app answers (Starlette's TrustedHostMiddleware), comma-separated;
     # "*" answers any. Set it to the public name(s) when the app is reachable from outside.
     allowed_hosts: str = "*"
