@@ -10,7 +10,7 @@ from app.db import Base
 from app.mock.models import MockInterview
 from app.progress.models import LearnerGoal
 from app.questions.models import Question, QuestionRevision, Topic
-from app.quizzes.models import Attempt, Quiz, QuizItem
+from app.quizzes.models import Attempt, PartialAnswer, Quiz, QuizItem
 from app.ratelimit import RateHit
 from app.reports.models import ProblemReport
 from app.review.models import ReviewCard, ReviewLog
@@ -24,6 +24,7 @@ __all__ = [
     "Learner",
     "LearnerGoal",
     "MockInterview",
+    "PartialAnswer",
     "ProblemReport",
     "Question",
     "QuestionRevision",
