@@ -564,8 +564,9 @@ def record_exercise_pass(
     if existing is not None:
         return existing
     now = utcnow()
+    # An exercise has no variables: its one variant is 0.
     attempt = Attempt(learner_id=learner_id, question_id=question_id, revision_id=revision_id,
-                      token=key, answer={"code": code}, score=1.0, correct=True,
+                      variant=0, token=key, answer={"code": code}, score=1.0, correct=True,
                       time_taken_ms=None, created_at=now)
     if (winner := _insert_tokened(db_session, attempt)) is not None:
         return winner

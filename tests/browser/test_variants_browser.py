@@ -5,7 +5,6 @@ keyboard and by tapping, at desktop and phone width, without sideways scrolling.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -37,6 +36,11 @@ def _context(browser: Any, url: str, width: int = 1280) -> Any:
 
 def _variant(page: Any) -> int:
     return int(page.locator("#answer-form input[name=variant]").get_attribute("value"))
+
+
+def _focused(page: Any, element_id: str) -> None:
+    """Wait until the element has the focus (htmx moves it to `autofocus` as the swap settles)."""
+    page.wait_for_function(f"document.activeElement && document.activeElement.id === '{element_id}'")
 
 
 def _no_sideways_scroll(page: Any) -> None:
@@ -116,7 +120,7 @@ def test_a_case_is_answered_part_by_part_by_keyboard_and_by_tapping(
     heading = page.locator("#case-part-h-1")
     heading.wait_for()
     # The graded part stays, the next one appears with the focus, in the same document.
-    assert page.evaluate("document.activeElement.id") == "case-part-h-1"
+    _focused(page, "case-part-h-1")
     assert page.evaluate("window.__sameDocument") is True
     assert "right" in page.locator("#case-part-0 .part-heading").inner_text()
     assert scenario.is_visible()
@@ -135,7 +139,7 @@ def test_a_case_is_answered_part_by_part_by_keyboard_and_by_tapping(
     verdict = page.locator("#answer-area #verdict")
     verdict.wait_for()
     assert verdict.inner_text() == "2 of 3 parts right · 67%"
-    assert page.evaluate("document.activeElement.id") == "verdict"
+    _focused(page, "verdict")
     assert page.locator(".case-parts > li").count() == 3
     assert page.locator(".case-part.answered.wrong").count() == 1
     _no_sideways_scroll(page)
@@ -156,7 +160,7 @@ def test_a_talk_through_is_written_then_scored_by_ticking_the_rubric(
     page.locator("#talk-text").fill(written)
     page.get_by_role("button", name="Show the model answer").click()
     page.locator(".model-answer").wait_for()
-    assert page.evaluate("document.activeElement.id") == "model-h"
+    _focused(page, "model-h")
     assert page.locator(".talk-text").inner_text() == written
     moves = page.locator("input[name=ticked]")
     assert moves.count() == 6
