@@ -247,11 +247,15 @@ def clean_confidence(value: object) -> str | None:
 # ORM's flush of one new row costs several times the insert itself.
 _INSERT_ATTEMPT = insert(Attempt).returning(Attempt.id)
 _ATTEMPT_COLUMNS = tuple(c.key for c in Attempt.__table__.columns if c.key != "id")
+# Columns with a default: left unset on the attempt they take it, as an ORM flush would
+# (an explicit None in a Core insert would not).
+_DEFAULTED = frozenset(c.key for c in Attempt.__table__.columns if c.default is not None)
 
 
 def _store_attempt(db_session: Session, attempt: Attempt) -> None:
     """Insert the (transient) attempt and give it its id."""
-    values = {key: getattr(attempt, key) for key in _ATTEMPT_COLUMNS}
+    values = {key: value for key in _ATTEMPT_COLUMNS
+              if (value := getattr(attempt, key)) is not None or key not in _DEFAULTED}
     attempt.id = db_session.connection().execute(_INSERT_ATTEMPT, values).scalar_one()
 
 
