@@ -53,7 +53,7 @@ def test_verify_of_a_variant_runs_that_variants_params_from_the_cache_the_import
     page = parse(variant_client.get(f"/questions/{SLUG}"))
     # The page now shows other numbers, so its panel asks for a prediction again.
     assert page.select_one("#verify-h").get_text(strip=True) == "Predict, then run"
-    _action, hidden = form_fields(page, "form.answer-form")
+    action, hidden = form_fields(page, "form.answer-form")
     csrf = hidden["csrf_token"]
     for variant, revealed in ((2, True), (3, False)):
         fragment = variant_client.post(f"/questions/{SLUG}/verify",
@@ -68,6 +68,17 @@ def test_verify_of_a_variant_runs_that_variants_params_from_the_cache_the_import
             assert [r["class"] for r in checks] == [["pass"]] * 4
         else:
             assert checks == []
+    # Answered on the page, the panel swapped in (out of band) runs the variant just answered.
+    shown = int(page.select_one("form.answer-form input[name=variant]")["value"])
+    world_size, mib = [(2, 1), (2, 4), (4, 1), (4, 4)][shown]
+    key = 2 * (world_size - 1) / world_size * mib * 2**20
+    graded = parse_fragment(variant_client.post(action, data={**hidden, "answer": f"{key:.0f}"},
+                                                headers=htmx_headers(page)))
+    panel = graded.select_one("#verify-panel[hx-swap-oob]")
+    assert panel is not None and panel.select_one("#verify-h").get_text(strip=True) == (
+        "Verify by running it")
+    assert panel.select_one("input[name=variant]")["value"] == str(shown)
+    assert panel.select_one(".torchrun-download")["href"].endswith(f"?variant={shown}")
     assert count(session_factory, Run) == 4  # every Verify was a cache hit
 
     # The copied torchrun script reproduces variant 2: four ranks, its values in params.
