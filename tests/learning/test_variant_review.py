@@ -4,8 +4,10 @@ gives no feedback before its report (real SQLite, and PostgreSQL when configured
 
 from __future__ import annotations
 
+import shutil
 from datetime import timedelta
 from itertools import pairwise
+from pathlib import Path
 from typing import Any
 
 from fastapi.testclient import TestClient
@@ -14,10 +16,20 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.clock import FixedClock
 from app.questions.bank import load_bank
+from app.questions.models import Question
 from app.quizzes.grading import correct_answer
 from app.quizzes.models import Attempt, QuizItem
 from app.review.models import ReviewCard
-from tests.factories import VARIANT_BANK, count, form_fields, parse, text
+from tests.factories import (
+    TESTS,
+    VARIANT_BANK,
+    copy_bank,
+    count,
+    form_fields,
+    import_folder,
+    parse,
+    text,
+)
 
 RING = "ring-send-volume"
 CASE = "zero3-memory-case"
@@ -146,3 +158,20 @@ def test_a_mock_interview_pins_variants_and_asks_a_case_without_feedback_until_t
                               .join(Attempt, Attempt.quiz_item_id == QuizItem.id)).all()) == pinned
     report_api = variant_client.get(f"/api/v1/mock-interviews/{mock_id}/report").json()
     assert {i["position"]: i["variant"] for i in report_api["items"]} == pinned
+
+
+def test_a_mock_interview_never_asks_an_exercise(
+    variant_client: TestClient, session_factory: sessionmaker[Session], tmp_path: Path,
+) -> None:
+    """An exercise is answered by running code on its own page, not with the interview's form."""
+    both = copy_bank(tmp_path / "bank", VARIANT_BANK)
+    shutil.copytree(TESTS / "fixtures" / "exercise_bank" / "drills", both / "drills")
+    import_folder(session_factory, both)
+    start = parse(variant_client.get("/mock"))
+    action, hidden = form_fields(start, "form[action='/mock']")
+    assert variant_client.post(action, data={**hidden, "minutes": "25"},
+                               follow_redirects=False).status_code == 303
+    with session_factory() as s:
+        types = list(s.scalars(select(Question.type).join(QuizItem, QuizItem.question_id == Question.id)))
+        assert s.scalar(select(Question.id).where(Question.type == "exercise")) is not None
+    assert types and "exercise" not in types
