@@ -11,7 +11,7 @@ from app.exercises.models import ExerciseSubmission
 from app.mock.models import MockInterview
 from app.progress.models import LearnerGoal
 from app.questions.models import Question, QuestionRevision, Topic
-from app.quizzes.models import Attempt, Quiz, QuizItem
+from app.quizzes.models import Attempt, PartialAnswer, Quiz, QuizItem
 from app.ratelimit import RateHit
 from app.reports.models import ProblemReport
 from app.review.models import LearnerSchedule, ReviewCard, ReviewLog, ScheduleFit
@@ -27,6 +27,7 @@ __all__ = [
     "LearnerGoal",
     "LearnerSchedule",
     "MockInterview",
+    "PartialAnswer",
     "ProblemReport",
     "Question",
     "QuestionRevision",

@@ -31,6 +31,8 @@ from app.verify.models import Run
 TESTS = Path(__file__).resolve().parent
 FIXTURE_BANK = TESTS / "fixtures" / "bank"
 BROKEN_BANKS = TESTS / "fixtures" / "broken"
+# Questions with variables (computed, measured), a case and a talk-through.
+VARIANT_BANK = TESTS / "fixtures" / "variant_bank"
 REAL_BANK = TESTS.parent / "question_bank"
 
 # The fixture bank's questions by slug: topic, a right answer and a wrong one, as a

@@ -23,7 +23,7 @@ from app.exercises.models import ExerciseSubmission
 from app.mock.models import MockInterview
 from app.progress.models import LearnerGoal
 from app.questions.models import Question
-from app.quizzes.models import Attempt, Quiz, QuizItem
+from app.quizzes.models import SLOT_STANDALONE, Attempt, PartialAnswer, Quiz, QuizItem
 from app.ratelimit import RateHit
 from app.reports.models import ProblemReport
 from app.review.models import LearnerSchedule, ReviewCard, ReviewLog, ScheduleFit
@@ -136,6 +136,15 @@ def move_history(*, db_session: Session, from_id: str, into_id: str) -> int:
     for model in _OWNED:
         db_session.execute(update(model).where(model.learner_id == from_id)
                            .values(learner_id=into_id))
+    # A case or talk-through under way moves too, unless the account has one of the same
+    # question under way already: that one, the account's own, is kept.
+    busy = select(PartialAnswer.question_id).where(PartialAnswer.learner_id == into_id,
+                                                   PartialAnswer.slot == SLOT_STANDALONE)
+    db_session.execute(delete(PartialAnswer).where(PartialAnswer.learner_id == from_id,
+                                                   PartialAnswer.slot == SLOT_STANDALONE,
+                                                   PartialAnswer.question_id.in_(busy)))
+    db_session.execute(update(PartialAnswer).where(PartialAnswer.learner_id == from_id)
+                       .values(learner_id=into_id))
     if db_session.get(LearnerGoal, into_id) is None:
         db_session.execute(update(LearnerGoal).where(LearnerGoal.learner_id == from_id)
                            .values(learner_id=into_id))
@@ -188,7 +197,7 @@ def export_data(*, db_session: Session, user: User, learner_id: str) -> dict[str
                     "created_at": _iso(user.created_at)},
         "learner_id": learner_id,
         "attempts": [{"id": a.id, "question": slugs.get(a.question_id), "revision_id": a.revision_id,
-                      "answer": a.answer, "score": a.score, "correct": a.correct,
+                      "variant": a.variant, "answer": a.answer, "score": a.score, "correct": a.correct,
                       "confidence": a.confidence, "time_taken_ms": a.time_taken_ms,
                       "quiz_item_id": a.quiz_item_id, "created_at": _iso(a.created_at)}
                      for a in attempts],
@@ -198,7 +207,8 @@ def export_data(*, db_session: Session, user: User, learner_id: str) -> dict[str
         "review_logs": [{"card_id": g.card_id, "attempt_id": g.attempt_id, "rating": g.rating,
                          "reviewed_at": _iso(g.reviewed_at), "fsrs": g.log} for g in logs],
         "problem_reports": [{"id": r.id, "question": slugs.get(r.question_id),
-                             "revision_id": r.revision_id, "kind": r.kind, "comment": r.comment,
+                             "revision_id": r.revision_id, "variant": r.variant, "kind": r.kind,
+                             "comment": r.comment,
                              "status": r.status, "note": r.note, "created_at": _iso(r.created_at),
                              "handled_at": _iso(r.handled_at)} for r in reports],
         "mock_interviews": [{"id": m.quiz_id, "minutes": m.minutes,
@@ -229,6 +239,13 @@ def export_data(*, db_session: Session, user: User, learner_id: str) -> dict[str
         "quizzes": [{"id": q.id, "kind": q.kind, "topics": q.topics, "difficulty": q.difficulty,
                      "started_at": _iso(q.started_at), "finished_at": _iso(q.finished_at)}
                     for q in quizzes],
+        # Cases and talk-throughs begun but not finished: the parts (or the text) so far.
+        "answers_in_progress": [{"question": slugs.get(p.question_id), "revision_id": p.revision_id,
+                                 "variant": p.variant, "quiz_item_id": p.quiz_item_id,
+                                 "answer": p.state, "started_at": _iso(p.created_at)}
+                                for p in db_session.scalars(select(PartialAnswer).where(
+                                    PartialAnswer.learner_id == learner_id)
+                                    .order_by(PartialAnswer.created_at, PartialAnswer.id))],
     }
 
 
@@ -249,6 +266,7 @@ def delete_account(*, db_session: Session, user: User) -> dict[str, int]:
             db_session, delete(ReviewCard).where(ReviewCard.learner_id.in_(learner_ids)))
         counts["problem_reports"] = _deleted(
             db_session, delete(ProblemReport).where(ProblemReport.learner_id.in_(learner_ids)))
+        db_session.execute(delete(PartialAnswer).where(PartialAnswer.learner_id.in_(learner_ids)))
         counts["attempts"] = _deleted(
             db_session, delete(Attempt).where(Attempt.learner_id.in_(learner_ids)))
         counts["mock_interviews"] = _deleted(

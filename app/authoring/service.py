@@ -27,6 +27,7 @@ from app.authoring import bankfiles
 from app.authoring.models import BankUpload
 from app.db import utcnow
 from app.errors import Conflict, Forbidden, NotFound
+from app.questions import variants as templating
 from app.questions.bank import Bank, content_hash, dump_question_yaml, load_bank
 from app.questions.models import (
     STATUS_DRAFT,
@@ -36,7 +37,7 @@ from app.questions.models import (
     QuestionRevision,
     Topic,
 )
-from app.questions.schema import QuestionDoc, TopicDoc
+from app.questions.schema import QuestionDoc, TopicDoc, describe_variant
 from app.questions.service import (
     ImportReport,
     append_revision,
@@ -46,8 +47,10 @@ from app.questions.service import (
     revision_doc,
     upsert_topic,
 )
+from app.quizzes.grading import correct_answer
 from app.verify import gate
 from app.verify import service as verify_service
+from app.verify.expectations import CheckResult, evaluate
 from app.verify.models import RUN_FAILED, Run, Verdict
 
 # An upload not confirmed within this time is deleted.
@@ -314,6 +317,67 @@ def run_draft(
     audit(db_session=db_session, user=user, action="run.request", target=doc.slug,
           detail={"run": run.id, "params": run.params, "cached": cached})
     return run
+
+
+def run_draft_variants(
+    *, db_session: Session, doc: QuestionDoc, user: User, params: dict[str, Any], client_ip: str,
+    caps: verify_service.PrivateCaps, fresh: bool = False, limit_per_minute: int = 30,
+) -> list[tuple[int, Run]]:
+    """Run now for every variant of an editor's question (one run without variables): each
+    variant's values in its params, its world size as the ranks; audited, counted against the
+    author's budget and queued like run_draft."""
+    return [(i, run_draft(db_session=db_session, doc=doc.render(i), user=user, params=params,
+                          client_ip=client_ip, caps=caps, fresh=fresh,
+                          limit_per_minute=limit_per_minute))
+            for i in range(doc.variant_count)]
+
+
+@dataclass
+class VariantPreview:
+    """One variant of an editor's question, side by side with the others: its values, what a
+    learner reads, its key, and (once run) what torch measured for it."""
+
+    index: int
+    name: str
+    params: dict[str, Any]
+    # The compute block's names and their values in this variant.
+    computed: dict[str, Any]
+    doc: QuestionDoc | None
+    key: Any = None
+    error: str | None = None
+    run: Run | None = None
+    # The checks that bind the key (is_answer) and the others, against the run of the defaults.
+    measured: list[CheckResult] | None = None
+
+
+def variant_previews(*, db_session: Session, doc: QuestionDoc) -> list[VariantPreview]:
+    """Every variant of a (valid) editor's question rendered, with its key, its computed values
+    and, where a run of its default knobs exists on this torch, its checks measured."""
+    versions = verify_service.engine_versions()
+    out = []
+    for i in range(doc.variant_count):
+        params = doc.variant_params(i)
+        preview = VariantPreview(i, describe_variant(i, params), params, {}, None)
+        try:
+            values = templating.values_of(params, doc.compute)
+            preview.computed = {k: values[k] for k in doc.compute}
+            rendered = doc.render(i)
+        except (ValueError, templating.TemplateProblem) as exc:
+            preview.error = str(exc)
+            out.append(preview)
+            continue
+        preview.doc = rendered
+        preview.key = None if rendered.is_exercise else correct_answer(rendered)
+        if rendered.verify is not None and rendered.snippet_text is not None:
+            req = verify_service.request_for(rendered, {}, torch_version=versions[0],
+                                             harness_version=versions[1])
+            preview.run = verify_service.find_live(db_session=db_session, key=req.key)
+            result = verify_service.result_of(preview.run) if preview.run is not None else None
+            if result is not None:
+                preview.measured = evaluate(rendered.verify.expect, result, req.params,
+                                            req.world_size)
+        out.append(preview)
+    return out
 
 
 def publishable_revision(*, db_session: Session, question: Question) -> QuestionRevision | None:

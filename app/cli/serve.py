@@ -8,7 +8,7 @@ import signal
 import sys
 import tempfile
 import threading
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from sqlalchemy import func, select
@@ -90,7 +90,7 @@ def serve(
         shutil.rmtree(metrics_dir, ignore_errors=True)
 
 
-def _proxy_options(settings: Settings) -> dict[str, object]:
+def _proxy_options(settings: Settings) -> dict[str, Any]:
     """X-Forwarded-For is believed only from the proxies DDPDRILL_FORWARDED_ALLOW_IPS names:
     uvicorn's own default trusts it from 127.0.0.1, so any local client could claim any
     address and step around every per-address limit."""

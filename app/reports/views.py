@@ -48,6 +48,7 @@ def report_problem(
         raise NotFound(f"No question called {slug!r}.")
     ctx: dict[str, Any] = {"report_action": f"/questions/{slug}/report", "question": question,
                            "revision_id": _int_field(form.get("revision_id")),
+                           "variant": _int_field(form.get("variant")),
                            "report_open": True}
     status = 200
     try:
@@ -55,7 +56,7 @@ def report_problem(
             db_session=db_session, learner_id=learner_id, question=question,
             revision_id=ctx["revision_id"], kind=str(form.get("kind") or ""),
             comment=str(form.get("comment") or ""), now=clock.now(),
-            per_hour=settings.reports_per_hour)
+            per_hour=settings.reports_per_hour, variant=ctx["variant"])
         ctx["filed"] = row
     except reports.ReportError as exc:
         ctx.update(error=str(exc), kind=form.get("kind"), comment=form.get("comment"))

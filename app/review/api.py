@@ -2,13 +2,39 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+from typing import Any
+
 from fastapi import APIRouter
 from fsrs.scheduler import DEFAULT_PARAMETERS
+from sqlalchemy.orm import Session
 
 from app.deps import API_BUSY, ClockDep, CurrentLearner, SessionDep
+from app.questions.models import Question
+from app.questions.service import revision_doc, revision_variant
+from app.quizzes.service import drawn_variant
 from app.review import service as review
 from app.review.models import ScheduleFit
 from app.review.schemas import DueCardOut, FitOut, RetentionIn, ReviewQueueOut, ScheduleOut, WorkloadOut
+
+
+def _asked(db_session: Session, learner_id: str, question: Question) -> tuple[int, str]:
+    """The variant a due card is reviewed with, and its prompt."""
+    assert question.current_revision is not None
+    count = revision_doc(question.current_revision).variant_count
+    variant = drawn_variant(db_session=db_session, learner_id=learner_id, question_id=question.id,
+                            count=count)
+    return variant, revision_variant(revision=question.current_revision, variant=variant).prompt
+
+
+def _card_out(db_session: Session, learner_id: str, due: review.DueCard, now: datetime,
+              scheduler: Any) -> DueCardOut:
+    variant, prompt = _asked(db_session, learner_id, due.question)
+    return DueCardOut(slug=due.question.slug, title=due.question.title, topic=due.question.topic,
+                      due=due.card.due, reps=due.card.reps,
+                      retrievability=review.retrievability(card=due.card, at=now,
+                                                          scheduler=scheduler),
+                      variant=variant, prompt=prompt)
 
 router = APIRouter(prefix="/api/v1", tags=["review"], responses=API_BUSY)
 
@@ -23,11 +49,7 @@ def review_queue(db_session: SessionDep, learner_id: CurrentLearner,
     scheduler = review.scheduler_for(db_session=db_session, learner_id=learner_id)
     return ReviewQueueOut(
         due_count=review.due_count(db_session=db_session, learner_id=learner_id, now=now),
-        cards=[DueCardOut(slug=d.question.slug, title=d.question.title, topic=d.question.topic,
-                          due=d.card.due, reps=d.card.reps,
-                          retrievability=review.retrievability(card=d.card, at=now,
-                                                              scheduler=scheduler))
-               for d in due],
+        cards=[_card_out(db_session, learner_id, d, now, scheduler) for d in due],
         next_due=None if due else review.next_due(db_session=db_session, learner_id=learner_id,
                                                   now=now))
 

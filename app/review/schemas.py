@@ -12,6 +12,11 @@ class DueCardOut(BaseModel):
     slug: str
     title: str
     topic: str
+    variant: int = Field(0, description="The variant to review: another than the one last "
+                                        "answered, when there are several. Answer it with "
+                                        "POST /api/v1/questions/{slug}/attempts and this variant.")
+    prompt: str = Field("", description="That variant's prompt (GET /api/v1/questions/{slug}"
+                                        "?variant=... gives its choices).")
     due: datetime
     reps: int
     retrievability: float = Field(description="FSRS's predicted recall now, 0..1.")

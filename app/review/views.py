@@ -16,8 +16,10 @@ from app.quizzes.presenting import (
     answer_standalone,
     new_form_token,
     published_or_404,
-    question_context,
-    read_answer,
+    read_submission,
+    read_variant,
+    shown_variant,
+    standalone_context,
     topic_nav,
 )
 from app.review import service as review
@@ -44,11 +46,14 @@ def review_page(
             "next_due": review.next_due(db_session=db_session, learner_id=learner_id, now=now)})
     question = due[0].question
     assert question.current_revision is not None
-    doc = questions_service.revision_doc(question.current_revision)
-    if doc.is_exercise:
+    if questions_service.revision_doc(question.current_revision).is_exercise:
         # Reviewing an exercise is solving it again; a new pass reschedules its card.
         return RedirectResponse(f"/exercises/{question.slug}", status_code=303)
-    ctx = {**question_context(doc), "question": question, "token": new_form_token(),
+    published = published_or_404(db_session, question.slug)
+    # Another variant than the one last answered, when the question has more than one.
+    variant = shown_variant(db_session, published, learner_id)
+    ctx = {**standalone_context(db_session, published, learner_id, variant),
+           "question": question, "token": new_form_token(),
            "due_count": count, "card": due[0].card, "schedule": schedule,
            # Review is recall, like a quiz: the run comes after the answer.
            "answer_first": True,
@@ -65,10 +70,13 @@ def review_answer(
     clock: ClockDep, _: CSRF,
 ) -> Response:
     question = published_or_404(db_session, slug)
-    raw, token = read_answer(form, question.doc.effective_format)
+    variant = read_variant(form)
+    if variant is None:
+        variant = shown_variant(db_session, question, learner_id)
+    part, raw, token = read_submission(form, question, variant)
     done = answer_standalone(db_session=db_session, question=question, learner_id=learner_id,
                              raw=raw, token=token, confidence=form.get("confidence"),
-                             now=clock.now())
+                             now=clock.now(), variant=variant, part=part)
     ctx = {"question": question, "action": f"/review/{slug}/answer",
            "revision_id": question.revision_id, "report_action": f"/questions/{slug}/report",
            **topic_nav(db_session, question), "next_url": "/review", "due_count": None,
@@ -77,7 +85,8 @@ def review_answer(
         ctx["oob_panel"] = True
         return templates.TemplateResponse(request, "quizzes/_answer_area.html", ctx,
                                           status_code=done.status,
-                                          headers=ANSWERED if done.status == 200 else None)
+                                          headers=ANSWERED if done.status == 200 and done.graded
+                                          else None)
     return templates.TemplateResponse(request, "review/review.html", ctx, status_code=done.status)
 
 

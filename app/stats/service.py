@@ -24,7 +24,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Float, Integer, String, and_, case, cast, func, literal, or_, select
+from sqlalchemy import Float, String, and_, case, cast, func, or_, select
 from sqlalchemy.orm import Session
 
 from app.questions.models import Question, QuestionRevision
@@ -43,10 +43,6 @@ MIN_OTHER_ITEMS = 3
 # Question types whose answers are choice keys (a trace question answered by choice too).
 CHOICE_TYPES = ("single", "multi", "trace")
 
-# SEAM (variants): attempts.variant is added by the variants branch. When the column exists,
-# every statistic is grouped by (revision, variant); until then by revision alone, and the
-# variant of every row is None.
-VARIANT: Any = getattr(Attempt, "variant", None)
 
 FLAG_DISCRIMINATION = "discrimination"
 FLAG_UNPICKED = "unpicked"
@@ -117,7 +113,7 @@ def _items(question_id: int | None, question_ids: list[int] | None) -> Any:
     firsts = (select(Attempt.learner_id, Attempt.question_id, Attempt.revision_id,
                      case((Attempt.correct, 1), else_=0).label("x"), Attempt.time_taken_ms,
                      Attempt.confidence, cast(Attempt.answer, String).label("answer"),
-                     (VARIANT if VARIANT is not None else literal(None, Integer)).label("variant"))
+                     Attempt.variant.label("variant"))
               .join(firsts_q, firsts_q.c.id == Attempt.id)
               # Read twice (the totals and the items): computed once.
               .cte("firsts").prefix_with("MATERIALIZED"))
