@@ -350,9 +350,10 @@ class VariantPreview:
     measured: list[CheckResult] | None = None
 
 
-def variant_previews(*, db_session: Session, doc: QuestionDoc) -> list[VariantPreview]:
+def variant_previews(*, db_session: Session, doc: QuestionDoc, user: User) -> list[VariantPreview]:
     """Every variant of a (valid) editor's question rendered, with its key, its computed values
-    and, where a run of its default knobs exists on this torch, its checks measured."""
+    and, where a run of its default knobs exists on this torch (shared, or this author's own
+    Run now), its checks measured."""
     versions = verify_service.engine_versions()
     out = []
     for i in range(doc.variant_count):
@@ -372,6 +373,10 @@ def variant_previews(*, db_session: Session, doc: QuestionDoc) -> list[VariantPr
             req = verify_service.request_for(rendered, {}, torch_version=versions[0],
                                              harness_version=versions[1])
             preview.run = verify_service.find_live(db_session=db_session, key=req.key)
+            if preview.run is None or preview.run.status == RUN_FAILED:
+                own = replace(req, owner=f"author:{user.id}")
+                preview.run = (verify_service.find_live(db_session=db_session, key=own.key)
+                               or preview.run)
             result = verify_service.result_of(preview.run) if preview.run is not None else None
             if result is not None:
                 preview.measured = evaluate(rendered.verify.expect, result, req.params,

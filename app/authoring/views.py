@@ -195,14 +195,15 @@ def preview_snippet(request: Request, form: FormDep, _: CSRF) -> Response:
 
 
 @author.post("/preview/question")
-def preview_question(request: Request, raw: FormDep, db_session: SessionDep, _: CSRF) -> Response:
+def preview_question(request: Request, raw: FormDep, db_session: SessionDep, user: AuthorUser,
+                     _: CSRF) -> Response:
     """The editor's question as a learner would see it; with variables, every variant side by
     side with its values, its key and, once run, what torch measured."""
     form = schemas.EditorForm.from_form(raw)
     if not form.slug:
         form.slug = "preview"
     doc = form.to_doc()
-    previews = (service.variant_previews(db_session=db_session, doc=doc)
+    previews = (service.variant_previews(db_session=db_session, doc=doc, user=user)
                 if doc is not None else [])
     shown = previews[0].doc if previews and previews[0].doc is not None else doc
     return _page(request, "_question_preview.html",

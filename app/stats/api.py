@@ -11,7 +11,7 @@ from app.deps import API_BUSY, AuthorUser, SessionDep, require_author
 from app.errors import Forbidden, NotFound
 from app.quizzes.models import CONFIDENCE_LEVELS
 from app.stats import service as stats
-from app.stats.schemas import ChoiceOut, ConfidenceOut, ItemOut
+from app.stats.schemas import ChoicePicksOut, ConfidenceOut, ItemOut
 
 router = APIRouter(prefix="/api/v1/stats", tags=["stats"], responses=API_BUSY,
                    dependencies=[Depends(require_author)])
@@ -25,7 +25,7 @@ def _out(s: stats.ItemStats) -> ItemOut:
         question=s.slug, title=s.title, topic=s.topic, revision_id=s.revision_id,
         revision=s.revision_number, variant=s.variant, attempts=s.attempts, facility=s.facility,
         discrimination=s.discrimination, rest_learners=s.rest_learners, median_ms=s.median_ms,
-        choices=[ChoiceOut(key=c.key, text=c.text, correct=c.correct, picks=c.picks, share=c.share)
+        choices=[ChoicePicksOut(key=c.key, text=c.text, correct=c.correct, picks=c.picks, share=c.share)
                  for c in s.choices],
         confidence=[ConfidenceOut(confidence=lv, right=s.confidence[lv][0], wrong=s.confidence[lv][1])
                     for lv in levels if lv in s.confidence],

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 
-class ChoiceOut(BaseModel):
+class ChoicePicksOut(BaseModel):
     key: str
     text: str
     correct: bool | None = Field(description="None: right in some variants only.")
@@ -33,6 +33,6 @@ class ItemOut(BaseModel):
                     "right on their other first attempts.")
     rest_learners: int = Field(description="Learners with a rest score (3+ other first attempts).")
     median_ms: float | None
-    choices: list[ChoiceOut]
+    choices: list[ChoicePicksOut]
     confidence: list[ConfidenceOut]
     flags: list[str] = Field(description="discrimination, unpicked, easy (30+ attempts only).")

@@ -216,7 +216,10 @@ def item_stats(*, db_session: Session, question_id: int | None = None,
         q, rev = questions[key[0]], revisions[key[1]]
         item = ItemStats(
             question_id=q.id, slug=q.slug, title=q.title, topic=q.topic, revision_id=rev.id,
-            revision_number=rev.number, variant=key[2], attempts=int(n), right=int(n_right),
+            # A revision without variables has one form: no variant to name.
+            revision_number=rev.number,
+            variant=key[2] if (rev.content or {}).get("variables") else None,
+            attempts=int(n), right=int(n_right),
             rest_learners=int(m), discrimination=_correlation(int(m), sx, sr, srr, sxr),
             median_ms=mid_sum / mid_n if mid_n else None, confidence=grid[key])
         if q.type in CHOICE_TYPES:

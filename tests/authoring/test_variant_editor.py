@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from app.questions.bank import load_bank
 from app.questions.models import Question, QuestionRevision
 from app.settings import Settings
-from app.verify.models import Run
+from app.verify.models import PRIORITY_PRIVATE, PRIORITY_SHARED, Run
 from app.verify.worker import Worker
 from tests.authoring.helpers import editor_data
 from tests.factories import VARIANT_BANK, count, htmx_headers, import_folder, parse, parse_fragment, text
@@ -144,17 +144,23 @@ def test_run_now_runs_every_variant_and_the_preview_then_shows_what_was_measured
     for card in frag.select(".variant-card"):
         measured = card.select(".checks-measured li")
         assert len(measured) == 4 and all("pass" in m["class"] for m in measured)
-    # Verify all on a draft plans every variant too (here all cached by Run now); the gate
-    # names each by its values.
+    # Verify all on a draft plans every variant too; the gate names each by its values. Run
+    # now's runs were the author's own, so the gate queues the shared runs learners will see.
     saved = admin_client.post(f"/author/questions/{MEASURED}", follow_redirects=False,
                               data={**data, "title": "Bytes per rank of one all-reduce"})
     assert saved.status_code == 303 and saved.headers["location"].endswith("saved=1")
     gate = admin_client.post(f"/author/questions/{MEASURED}/verify", data={"fresh": "0",
                              "csrf_token": data["csrf_token"]}, headers=htmx_headers(page))
     assert gate.status_code == 200
+    while worker.run_once():
+        pass
+    gate = admin_client.post(f"/author/questions/{MEASURED}/verify", data={"fresh": "0",
+                             "csrf_token": data["csrf_token"]}, headers=htmx_headers(page))
     rows = parse_fragment(gate).select(".gate-combos tbody tr")
     assert [text(r.select_one(".combo-variant")) for r in rows] == [
         "variant 0 (world_size=2, mib=1)", "variant 1 (world_size=2, mib=4)",
         "variant 2 (world_size=4, mib=1)", "variant 3 (world_size=4, mib=4)"]
     assert all(r["class"] == ["pass"] for r in rows)
-    assert count(session_factory, Run) == 4
+    with session_factory() as s:
+        priorities = sorted(r.priority for r in s.scalars(select(Run)))
+    assert priorities == [PRIORITY_SHARED] * 4 + [PRIORITY_PRIVATE] * 4

@@ -119,7 +119,7 @@ def test_item_statistics_match_their_definitions_on_first_attempts_only(
                           ("fixture-numeric", 2), ("fixture-trace-join", 1), ("fixture-trace-buckets", 1)}
     for (slug, rev), item in items.items():
         want = _expected(planted, slug, rev)
-        assert item.variant is None  # SEAM: no attempts.variant column in this branch
+        assert item.variant is None  # no variables: one form, no variant to name
         assert item.attempts == want["attempts"], slug
         assert item.facility == pytest.approx(want["facility"]), slug
         assert item.median_ms == pytest.approx(want["median_ms"]), slug
