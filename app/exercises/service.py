@@ -215,6 +215,12 @@ class Submission:
         """The run whose verify panel is shown: the first that failed a check, else the first."""
         return next((r for r in self.runs if r.id in self.failing), self.runs[0])
 
+    @property
+    def shown_result(self) -> RunResult | None:
+        """The shown run's result as the learner may read it: no hidden check's values."""
+        result = service.result_of(self.shown_run)
+        return service.learner_view(result, self.doc) if result is not None else None
+
     failing: set[int] = field(default_factory=set)
     # The first error of the learner's code (learner frames only), and where they stand.
     error: LearnerError | None = None

@@ -139,6 +139,17 @@ def visible_run(*, db_session: Session, run_id: int, learner_id: str, is_author:
     raise NotFound(f"No run {run_id}.")
 
 
+def shown_result(*, db_session: Session, run: Run, is_author: bool) -> RunResult | None:
+    """A run's result as this visitor may read it: a learner's own exercise run without what
+    its hidden checks measured (service.learner_view); every other run as stored."""
+    result = service.result_of(run)
+    if result is None or is_author or run.priority != PRIORITY_PRIVATE:
+        return result
+    revision = (db_session.get(QuestionRevision, run.question_revision_id)
+                if run.question_revision_id else None)
+    return service.learner_view(result, revision_doc(revision) if revision is not None else None)
+
+
 def shown_snippet(run: Run, *, is_author: bool) -> str:
     """The code a run's page prints: a learner sees only their own code, never the checks
     appended to it (authors see everything that ran)."""
@@ -181,7 +192,9 @@ class RunPanel:
     changes: list[Change] | None = None
 
     def context(self) -> dict[str, Any]:
-        return {"run": self.run, "slug": self.slug, "question": self.question, "doc": self.doc,
+        # panel_result: the result as this visitor may read it (verify/_run.html).
+        return {"run": self.run, "panel_result": self.result, "slug": self.slug,
+                "question": self.question, "doc": self.doc,
                 "revision": self.revision, "run_revision": self.run_revision,
                 "rev_id": self.revision.id if self.revision is not None else None,
                 "same_snippet": self.same_snippet, "reveal": self.reveal, "checks": self.checks,
@@ -217,7 +230,7 @@ def variant_of_run(doc: QuestionDoc, params: dict[str, Any], hint: int | None = 
 
 def run_panel(
     *, db_session: Session, run: Run, learner_id: str, slug: str | None, prev_id: int | None,
-    revision_id: int | None = None, variant: int | None = None,
+    revision_id: int | None = None, variant: int | None = None, is_author: bool = False,
 ) -> RunPanel:
     """The panel of a run: its result, and (once this variant is answered) the checks against
     the key of the revision the learner is looking at (`revision_id`, else the question's
@@ -227,7 +240,7 @@ def run_panel(
     for an older revision with the same snippet; expectations are declarative, so it is
     re-checked against this revision's without running again.
     """
-    panel = RunPanel(run, service.result_of(run), slug)
+    panel = RunPanel(run, shown_result(db_session=db_session, run=run, is_author=is_author), slug)
     run_revision = (db_session.get(QuestionRevision, run.question_revision_id)
                     if run.question_revision_id else None)
     question = (db_session.get(Question, run_revision.question_id)

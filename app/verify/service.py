@@ -111,6 +111,23 @@ class RunRequest:
 HARNESS_MARK = CHECKS_MARK
 
 
+def learner_view(result: RunResult, doc: QuestionDoc | None) -> RunResult:
+    """An exercise run's result as its learner may read it. The run carries the checks'
+    reports too: the learner keeps the values the visible checks read and their own reports,
+    never what a hidden check measured (its name and value would describe the check)."""
+    visible = {e.value.name for e in (doc.verify.expect if doc is not None and doc.verify else [])
+               if e.value is not None and not e.hidden}
+
+    def kept(event: dict[str, Any]) -> bool:
+        return not (event.get("kind") == "report" and event.get("source") == "checks"
+                    and event.get("name") not in visible)
+
+    return result.model_copy(update={"ranks": [
+        rank.model_copy(update={"values": {k: v for k, v in rank.values.items() if k in visible},
+                                "events": [e for e in rank.events if kept(e)]})
+        for rank in result.ranks]})
+
+
 def exercise_code(doc: QuestionDoc, code: str) -> str:
     """What an exercise runs: the given code (the learner's, the starter, the solution or a
     wrong solution), then the exercise's options and checks program, which the rank runs

@@ -29,6 +29,7 @@ from app.questions.schema import describe_variant
 from app.questions.service import get_published, revision_doc
 from app.templating import templates
 from app.verify import access, knobs
+from app.verify.engine.result import RunResult
 from app.verify.models import RUN_DONE, RUN_FAILED, Run
 from app.verify.schemas import RunOut, VerifyIn, VerifyOut
 from app.verify.torchrun import torchrun_script
@@ -85,14 +86,17 @@ def _variant_of(doc: Any, db_session: SessionDep, slug: str) -> int:
     return found or 0
 
 
-def run_out(run: Run) -> RunOut:
+def run_out(run: Run, result: RunResult | None = None) -> RunOut:
+    """A run for the API; `result` replaces the stored one (a learner's view of their own
+    exercise run: access.shown_result)."""
     return RunOut(
         run_id=run.id, status=run.status, world_size=run.world_size,
         params=dict(run.params or {}), torch_version=run.torch_version,
         requested_at=run.requested_at, claimed_at=run.claimed_at, started_at=run.started_at,
         finished_at=run.finished_at, attempts=run.attempts,
         failure_reason=run.failure_reason if run.status == RUN_FAILED else None,
-        result=run.result if run.status == RUN_DONE else None,
+        result=(None if run.status != RUN_DONE
+                else result.model_dump(mode="json") if result is not None else run.result),
     )
 
 
@@ -101,8 +105,10 @@ def run_out(run: Run) -> RunOut:
 def get_run(run_id: RunId, db_session: SessionDep, learner_id: CurrentLearner,
             user: OptionalUser) -> RunOut:
     """A run's status and, once done, its measured result."""
-    return run_out(access.visible_run(db_session=db_session, run_id=run_id, learner_id=learner_id,
-                                      is_author=user is not None and user.is_staff))
+    is_author = user is not None and user.is_staff
+    run = access.visible_run(db_session=db_session, run_id=run_id, learner_id=learner_id,
+                             is_author=is_author)
+    return run_out(run, access.shown_result(db_session=db_session, run=run, is_author=is_author))
 
 
 # ---- Browser pages: the Verify panel, its polling fragment, and the torchrun script ----
@@ -160,7 +166,7 @@ def run_page(
                              is_author=is_author)
     template = "verify/_run.html" if is_htmx(request) else "verify/run_page.html"
     panel = access.run_panel(db_session=db_session, run=run, learner_id=learner_id, slug=slug,
-                             prev_id=prev, revision_id=rev, variant=variant)
+                             prev_id=prev, revision_id=rev, variant=variant, is_author=is_author)
     return templates.TemplateResponse(request, template, {
         **panel.context(), "prev_id": prev,
         "shown_snippet": access.shown_snippet(run, is_author=is_author)})

@@ -85,6 +85,35 @@ def test_a_learners_own_exercise_run_is_theirs_alone_and_never_shows_the_checks(
             assert line not in shown.get_text()
 
 
+def test_a_learners_own_run_shows_the_visible_checks_values_never_a_hidden_ones(
+    ex_client: TestClient, session_factory: sessionmaker[Session], settings: Settings,
+    new_client: Callable[..., TestClient], make_user: Callable[..., Account],
+) -> None:
+    code = SOLUTION + "\nreport('mine', 7)\n"
+    (run_id,) = ex_client.post(f"/api/v1/exercises/{SLUG}/run", json={"code": code}).json()["run_ids"]
+    worker = Worker(session_factory, settings)
+    while worker.run_once():
+        pass
+    with session_scope(session_factory) as s:
+        stored = service.result_of(s.get(Run, run_id))
+    assert stored is not None and "hidden_total_seen" in stored.ranks[1].values  # it was measured
+    result = ex_client.get(f"/api/v1/runs/{run_id}").json()["result"]
+    for rank in result["ranks"]:
+        assert set(rank["values"]) == {"total", "total_is_int"}
+        assert rank["learner_values"] == {"mine": 7}
+        assert not [e for e in rank["events"] if "hidden_total_seen" in str(e)]
+    page = ex_client.get(f"/runs/{run_id}").text
+    assert "hidden_total_seen" not in page and "total_is_int" in page
+    result_page = ex_client.get(f"/exercises/{SLUG}/submissions/{run_id}").text
+    assert "hidden_total_seen" not in result_page and "total_is_int" in result_page
+    # An author reads everything that ran.
+    make_user("alice", "author")
+    author = new_client()
+    assert login(author, "alice").status_code == 303
+    ranks = author.get(f"/api/v1/runs/{run_id}").json()["result"]["ranks"]
+    assert "hidden_total_seen" in ranks[1]["values"]
+
+
 def test_every_kind_of_run_for_every_role(
     ex_client: TestClient, session_factory: sessionmaker[Session],
     new_client: Callable[..., TestClient], make_user: Callable[..., Account],
