@@ -71,14 +71,19 @@ def practise(settings: Any, learner: str, now: datetime) -> None:
     engine.dispose()
 
 
-def measure(page: Any, name: str, rows: list[list[Any]], action: str = "button.primary, a.button.primary") -> None:
+PRIMARY = "button.primary, a.button.primary"
+
+
+def measure(page: Any, name: str, rows: list[list[Any]], action: str = PRIMARY) -> None:
     page.wait_for_load_state("networkidle")
     size = page_size(page)
     small = small_targets(page)
     svg = svg_text_sizes(page)
     first = top_of(page, action)
-    rows.append([name + ("" if page.locator("main h1").count() == 0 else
-                         f" ({page.locator('main h1').first.inner_text()[:24]})"), size["vw"], size["height"], f"{first:.0f}" if first is not None else "-",
+    heading = page.locator("main h1")
+    if heading.count():
+        name += f" ({heading.first.inner_text()[:24]})"
+    rows.append([name, size["vw"], size["height"], f"{first:.0f}" if first is not None else "-",
                  size["width"], len(small), f"{min(px for _, px in svg):.1f}" if svg else "-"])
     if small and "--verbose" in sys.argv:
         print(name, size["vw"], small[:12])
