@@ -25,6 +25,7 @@ from sqlalchemy.orm import Session, lazyload
 
 from app.errors import Conflict
 from app.mock.models import MockInterview
+from app.progress import service as progress
 from app.questions.models import STATUS_PUBLISHED, Question, QuestionRevision, Topic
 from app.questions.schema import QuestionDoc
 from app.questions.service import revision_doc
@@ -108,14 +109,10 @@ def _pick(pool: list[Question], weakness: dict[str, float], count: int,
 
 
 def topic_weakness(*, db_session: Session, learner_id: str, now: datetime) -> dict[str, float]:
-    """Per topic, 1 minus FSRS's mean predicted recall now over its published questions
-    (an unseen question counts as recall 0, so an untried topic is as weak as it gets)."""
-    recall = review.retrievability_by_question(db_session=db_session, learner_id=learner_id, at=now)
-    sums: dict[str, list[float]] = defaultdict(list)
-    for qid, topic in db_session.execute(select(Question.id, Question.topic)
-                                         .where(Question.status == STATUS_PUBLISHED)):
-        sums[topic].append(recall.get(qid, 0.0))
-    return {t: 1.0 - sum(v) / len(v) for t, v in sums.items()}
+    """Per topic, 1 minus its mastery now (the dashboard's number: an unseen question counts
+    0, so an untried topic is as weak as it gets)."""
+    mastery = progress.mastery_by_topic(db_session=db_session, learner_id=learner_id, now=now)
+    return {t: 1.0 - m for t, m in mastery.items()}
 
 
 def start(*, db_session: Session, learner_id: str, minutes: int, now: datetime,

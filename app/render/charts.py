@@ -2,8 +2,8 @@
 
 Like svg.py, each takes plain data and returns markup with a <title> and <desc>; the
 templates put a table beside every chart as its text fallback. The charts are drawn
-360 units wide, about a phone's width, so their text stays readable at 390 px and
-scales up on a desktop.
+320 units wide, a little less than the room a card leaves at 390 px, so on a phone they
+are drawn at least at their own scale and their 12-unit text stays 12 CSS px or more.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from html import escape
 
 from markupsafe import Markup
 
-W = 360
+W = 320
 PAD = 8
 
 
@@ -35,6 +35,9 @@ def _pct(v: float) -> str:
 class Bar:
     label: str
     value: float  # 0..1
+    # A second value drawn as a tick on the bar (the readiness with the plan), and its name.
+    mark: float | None = None
+    mark_name: str = ""
 
 
 BAR_H = 14
@@ -51,12 +54,17 @@ def bar_chart(bars: list[Bar], *, title: str, desc: str, svg_id: str,
     for i, b in enumerate(bars):
         y = PAD + i * ROW_H
         v = min(max(b.value, 0.0), 1.0)
-        parts.append(f'<g class="bar"><title>{escape(b.label)}: {_pct(v)}</title>')
+        extra = f"; {b.mark_name} {_pct(b.mark)}" if b.mark is not None else ""
+        parts.append(f'<g class="bar"><title>{escape(b.label)}: {_pct(v)}{escape(extra)}</title>')
         parts.append(f'<text x="{PAD}" y="{y + 11}" class="bar-label">{escape(b.label)}</text>')
         parts.append(f'<rect x="{PAD}" y="{y + 15}" width="{inner}" height="{BAR_H}" rx="2" '
                      f'class="bar-track" fill="#eef0f4"/>')
         parts.append(f'<rect x="{PAD}" y="{y + 15}" width="{inner * v:.1f}" height="{BAR_H}" rx="2" '
                      f'class="bar-fill" fill="#3b6fd8"/>')
+        if b.mark is not None:
+            mx = PAD + inner * min(max(b.mark, 0.0), 1.0)
+            parts.append(f'<rect x="{mx - 1.5:.1f}" y="{y + 12}" width="3" height="{BAR_H + 6}" '
+                         f'class="bar-mark" fill="#1d2330"/>')
         parts.append(f'<text x="{W - PAD}" y="{y + 26}" text-anchor="end" class="bar-value">'
                      f'{_pct(v)}</text></g>')
     if target is not None:
