@@ -271,3 +271,25 @@ def test_another_learner_cannot_open_or_answer_someone_elses_quiz(
     posted = stranger.post(f"{url}/answer", data={**data, "answer": "a"}, headers=htmx_headers(home))
     assert posted.status_code == 404
     assert count(session_factory, Attempt) == 0
+
+
+def test_the_quiz_end_retries_the_misses_offers_review_and_sign_up(client: TestClient) -> None:
+    url = start_quiz(client, topics="basics", count="3")
+    quiz = url.rsplit("/", 1)[0]
+    for position in (1, 2, 3):
+        page = parse(client.get(f"{quiz}/{position}"))
+        slug = shown_slug(page)
+        which = "right" if position == 1 else "wrong"
+        submit_answer(client, f"{quiz}/{position}", FIXTURE[slug][which], htmx=False)
+    end = parse(client.get(f"{quiz}/summary"))
+    assert text(end.select_one(".retry-misses")) == "Retry the 2 misses"
+    assert end.select_one("a.review-due[href='/review']") is not None
+    assert end.select_one(".keep-history a[href='/signup']") is not None
+    action, hidden = form_fields(end, "form[action$='/retry']")
+    retry = client.post(action, data=hidden, follow_redirects=False)
+    assert retry.status_code == 303 and QUIZ_URL.match(retry.headers["location"])
+    again = retry.headers["location"].rsplit("/", 1)[0]
+    asked = {shown_slug(parse(client.get(f"{again}/{p}"))) for p in (1, 2)}
+    first = shown_slug(parse(client.get(f"{quiz}/1")))
+    assert len(asked) == 2 and first not in asked
+    assert client.get(f"{again}/3").status_code == 404
