@@ -5,7 +5,7 @@ six weeks of generated practice, an interview date), plus a mock interview, a Ve
 and its re-run with another knob (real gloo: one in-process worker), an exercise's starter,
 and an author's list, editor and inbox.
 
-Usage: .venv/bin/python scripts/measure_pages.py
+Usage: .venv/bin/python scripts/measure_pages.py [--verbose] [--shots DIR]
 """
 from __future__ import annotations
 
@@ -32,6 +32,8 @@ from tests.browser.conftest import REAL_BANK, serve, settings_for
 from tests.browser.layout import page_size, small_targets, svg_text_sizes, top_of
 
 PASSWORD = "a long enough password"
+# --shots DIR saves a full-page picture of every measured page there.
+SHOTS = Path(sys.argv[sys.argv.index("--shots") + 1]) if "--shots" in sys.argv else None
 WIDTHS = (1280, 390)
 HEIGHTS = {1280: 800, 390: 844}
 
@@ -87,6 +89,10 @@ def measure(page: Any, name: str, rows: list[list[Any]], action: str = PRIMARY) 
                  size["width"], len(small), f"{min(px for _, px in svg):.1f}" if svg else "-"])
     if small and "--verbose" in sys.argv:
         print(name, size["vw"], small[:12])
+    if SHOTS is not None:
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SHOTS / f"{name.replace(' ', '-').replace('/', '')}-{size['vw']}.png"),
+                        full_page=True)
 
 
 def walk(page: Any, width: int, rows: list[list[Any]], now: datetime) -> None:

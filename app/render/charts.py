@@ -82,7 +82,7 @@ def line_chart(points: list[tuple[str, float | None]], *, title: str, desc: str,
     """A line through fractions (0..1) at evenly spaced labelled points; a point with no value
     (no attempts that week) breaks the line rather than pretending to be 0."""
     height = 170
-    left, right, top, bottom = 34, W - PAD, PAD + 4, height - 28
+    left, right, top, bottom = 40, W - PAD, PAD + 4, height - 28
     n = max(1, len(points) - 1)
 
     def x(i: int) -> float:

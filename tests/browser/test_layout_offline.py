@@ -1,6 +1,6 @@
 """Readable on every screen and working offline, measured in real Chromium.
 
-- The verify, compare (a knob re-run side by side) and hang pages are never wider than the
+- The verify, compare (a knob re-run above the folded first run) and hang pages are never wider than the
   viewport at 1280 px and 390 px (document.documentElement.scrollWidth).
 - Every rendered SVG text is at least 11 CSS px at both widths (font size times the
   picture's scale on screen).
@@ -82,7 +82,7 @@ def test_compare_page_fits_with_two_runs_side_by_side(sized_page: Any) -> None:
     predict_and_run(sized_page, "averaged-gradient-world-size", number="2.5")
     sized_page.locator("select[name='knob.world_size']").select_option("2")
     sized_page.locator(".verify-button").click()
-    sized_page.locator(".run-pair .run-col").nth(1).locator(".run.done").wait_for()
+    sized_page.locator(".run-compare .run-now .run.done").wait_for()
     assert_fits(sized_page)
     shot(sized_page, f"compare-{sized_page.width_name}")
 

@@ -90,15 +90,15 @@ def test_run_it_before_answering_grades_the_prediction_and_runs(page: Any) -> No
     assert "prediction" in page.locator(".prediction-note").inner_text()
 
 
-def test_changing_a_knob_shows_the_second_result_beside_the_first(page: Any) -> None:
+def test_changing_a_knob_leads_with_the_second_result_and_what_changed(page: Any) -> None:
     page.goto("/questions/averaged-gradient-world-size")
     predict_number(page, "2.5")
     page.locator(".run.done").wait_for()
     page.locator("select[name='knob.world_size']").select_option("2")
     page.locator(".verify-button").click()
-    second = page.locator(".run-pair .run-col").nth(1).locator(".run.done")
+    second = page.locator(".run-compare .run-now .run.done")
     second.wait_for()
-    first = page.locator(".run-pair .run-col").nth(0).locator(".run.done")
+    first = page.locator(".run-compare .run-before .run.done")
     assert len(values(page, first, "weight_grad")) == 4
     assert values(page, second, "weight_grad") == ["1.5", "1.5"]
     changes = second.locator(".compare tbody tr").all_inner_texts()
