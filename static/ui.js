@@ -213,3 +213,11 @@
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", setup);
   else setup();
 })();
+
+// Printing a report prints every folded section too.
+window.addEventListener("beforeprint", function () {
+  document.querySelectorAll("details").forEach(function (d) { d.dataset.wasOpen = d.open ? "1" : ""; d.open = true; });
+});
+window.addEventListener("afterprint", function () {
+  document.querySelectorAll("details[data-was-open]").forEach(function (d) { d.open = d.dataset.wasOpen === "1"; });
+});

@@ -309,6 +309,34 @@ class Calibration:
         r = self.rate("guessing")
         return None if r is None else 1.0 - r
 
+    def verdict(self) -> tuple[str, str]:
+        """(kind, sentence) read from these answers: "over" (sure but often wrong), "under"
+        (unsure or guessing but mostly right), "good", or "unknown" (too few answers)."""
+        sure_n, sure_ok = self.counts.get("sure", 0), self.right.get("sure", 0)
+        doubt_n = self.counts.get("unsure", 0) + self.counts.get("guessing", 0)
+        doubt_ok = self.right.get("unsure", 0) + self.right.get("guessing", 0)
+        if sure_n + doubt_n < MIN_CALIBRATION_ANSWERS:
+            return ("unknown", "Too few answers with a confidence to say how well it matched: "
+                               "pick one next time (it also shapes when each question comes back).")
+        sure = f'"sure" was right {sure_ok / sure_n:.0%} of the time ({sure_ok} of {sure_n})' \
+            if sure_n else 'you never said "sure"'
+        doubt = (f"when unsure or guessing you were right {doubt_ok / doubt_n:.0%} of the time "
+                 f"({doubt_ok} of {doubt_n})") if doubt_n else "you never doubted an answer"
+        if sure_n and sure_ok / sure_n < SURE_ENOUGH:
+            return ("over", f"Overconfident: {sure}. Before saying sure in an interview, check "
+                            "the answer against what a run would measure.")
+        if doubt_n >= 2 and doubt_ok / doubt_n >= DOUBT_TOO_RIGHT:
+            return ("under", f"Underconfident: {doubt}. You know more than you think: say so.")
+        return ("good", f"Well calibrated: {sure}, and {doubt}.")
+
+
+# Fewer answers with a confidence than this say nothing about calibration.
+MIN_CALIBRATION_ANSWERS = 3
+# "Sure" should be right at least this often; less is overconfidence.
+SURE_ENOUGH = 0.8
+# Doubtful answers right at least this often are underconfidence.
+DOUBT_TOO_RIGHT = 0.75
+
 
 def calibration(attempts: list[Attempt]) -> Calibration:
     """Per confidence level: answers given and answers right (answers with no level are left out)."""
