@@ -19,16 +19,12 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from playwright.sync_api import sync_playwright
-from sqlalchemy import select
 
 from app.accounts import service as accounts
 from app.db import make_engine, make_sessionmaker, session_scope
 from app.identity import LEARNER_COOKIE, signed_learner
-from app.questions.models import Question
-from app.questions.service import published_question
-from app.quizzes import service
-from app.quizzes.grading import correct_answer
 from tests.browser.conftest import REAL_BANK, serve, settings_for
+from tests.browser.history import practise
 from tests.browser.layout import page_size, small_targets, svg_text_sizes, top_of
 
 PASSWORD = "a long enough password"
@@ -38,39 +34,13 @@ WIDTHS = (1280, 390)
 HEIGHTS = {1280: 800, 390: 844}
 
 
-def practise(settings: Any, learner: str, now: datetime) -> None:
-    """Six weeks of practice over about 60% of the bank, some topics better than others."""
-    rng = random.Random(3)
+def setup(settings: Any, learner: str, now: datetime) -> None:
+    """An admin to sign in as, and the learner's six weeks of practice."""
     engine = make_engine(settings.resolved_database_url)
     with session_scope(make_sessionmaker(engine)) as s:
         accounts.create_user(db_session=s, username="alice", password=PASSWORD, role="admin")
-        slugs = list(s.scalars(select(Question.slug).where(Question.status == "published",
-                                                           Question.type != "exercise")))
-        rng.shuffle(slugs)
-        for slug in slugs[: int(len(slugs) * 0.6)]:
-            q = published_question(db_session=s, slug=slug)
-            assert q is not None
-            doc = q.doc
-            if doc.variables or doc.type not in ("single", "multi", "numeric", "trace"):
-                continue
-            key = correct_answer(doc)
-            for _ in range(rng.randint(1, 3)):
-                at = now - timedelta(days=rng.uniform(0, 42))
-                right = rng.random() < (0.85 if q.topic < "j" else 0.5)
-                if right:
-                    raw = key
-                elif doc.effective_format == "numeric":
-                    raw = str(float(key) + 7)
-                elif doc.effective_format == "multi":
-                    raw = [c.key for c in doc.choices if not c.correct][:1]
-                else:
-                    raw = next((c.key for c in doc.choices if not c.correct), key)
-                service.answer_question(db_session=s, learner_id=learner, question=q,
-                                        raw_answer=raw, token=None,
-                                        time_taken_ms=rng.randint(8000, 90000),
-                                        confidence=rng.choice(["sure", "unsure", "guessing", None]),
-                                        now=at)
     engine.dispose()
+    practise(settings, learner, now)
 
 
 PRIMARY = "button.primary, a.button.primary"
@@ -160,7 +130,7 @@ def walk(page: Any, width: int, rows: list[list[Any]], now: datetime) -> None:
     measure(page, "verify", rows)
     page.locator("select[name='knob.world_size']").select_option("2")
     page.locator(".verify-button").click()
-    page.locator(".run.done[data-run-id]").nth(1).wait_for(timeout=120_000)
+    page.locator(".run-compare .run-now .run.done").wait_for(timeout=120_000)
     page.wait_for_timeout(300)
     measure(page, "verify compare", rows)
 
@@ -188,7 +158,7 @@ def main() -> None:
     settings = settings_for(tmp, REAL_BANK, workers=1)
     learner = str(uuid.uuid4())
     now = datetime.now(UTC)
-    practise(settings, learner, now)
+    setup(settings, learner, now)
     rows: list[list[Any]] = []
     with serve(settings) as url, sync_playwright() as p:
         browser = p.chromium.launch(executable_path="/usr/bin/chromium")

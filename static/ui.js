@@ -177,9 +177,12 @@
   var answering = false;
   document.addEventListener("htmx:beforeRequest", function (event) {
     var elt = event.detail && event.detail.elt;
-    answering = !!(elt && (elt.closest("#answer-form") || elt.getAttribute("hx-target") === "#answer-area"));
+    // Other requests (the header's due count) go out meanwhile: they leave the flag alone.
+    if (elt && (elt.closest("#answer-form") || elt.getAttribute("hx-target") === "#answer-area")) answering = true;
   });
-  document.addEventListener("htmx:afterSettle", function () {
+  // htmx:load fires on the new content itself: the element that asked (the form, the polling
+  // result) has been swapped out by then, so events on it never reach the document.
+  document.addEventListener("htmx:load", function () {
     document.querySelectorAll("table[data-fold]").forEach(setupFold);
     if (answering && document.querySelector("#answer-area section.graded")) {
       answering = false;

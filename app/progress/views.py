@@ -26,11 +26,15 @@ def charts(d: progress.Dashboard) -> dict[str, Any]:
                 "predicted recall where the last answer was right (0 otherwise, and for unseen "
                 "questions). The topic table below lists the same numbers per topic.")
         bars = [Bar(r.title, r.now) for r in d.rounds]
-    else:
+    elif any(r.planned is not None for r in d.rounds):
         desc = (f"Mastery per interview round now (the bars) and, marked on each bar, on "
                 f"{f.interview_date.isoformat()} if you follow the plan; the dashed line is your "
                 "target. The topic table below lists the same numbers per topic.")
         bars = [Bar(r.title, r.now, r.planned, "with the plan") for r in d.rounds]
+    else:
+        desc = ("Mastery per interview round now; the dashed line is your target. The topic "
+                "table below lists the same numbers per topic, with the plan's once it loads.")
+        bars = [Bar(r.title, r.now) for r in d.rounds]
     out: dict[str, Any] = {
         "rounds_chart": bar_chart(bars, svg_id="rounds", title="Readiness by round", desc=desc,
                                   target=f.target if f is not None else None),

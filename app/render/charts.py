@@ -117,12 +117,16 @@ def line_chart(points: list[tuple[str, float | None]], *, title: str, desc: str,
             parts.append(f'<g class="point"><title>{escape(label)}: {_pct(point)}</title>'
                          f'<circle cx="{x(i):.1f}" cy="{y(point):.1f}" r="3.5" fill="#3b6fd8"/></g>')
         if i % step == 0 or i == len(points) - 1:
-            parts.append(f'<text x="{x(i):.1f}" y="{height - 10}" text-anchor="middle" '
+            # The first and last labels hang inwards: centred on the edge they were cut off.
+            anchor = "start" if i == 0 else "end" if i == len(points) - 1 else "middle"
+            parts.append(f'<text x="{x(i):.1f}" y="{height - 10}" text-anchor="{anchor}" '
                          f'class="tick">{escape(label)}</text>')
     parts.append("</svg>")
     return Markup("".join(parts))
 
 
+# Room for the weekday names (Mon, Wed, Fri at 12 px) left of the squares.
+DAY_LABEL_W = 32
 HEAT_COLOURS = ("#eef0f4", "#c6dbf7", "#8fb3ee", "#3b6fd8", "#1e4aa8")
 
 
@@ -138,7 +142,7 @@ def heatmap(counts: dict[date, int], start: date, end: date, *, title: str, desc
     """A calendar of days practised: a column per week (from the Monday `start`), a row per
     weekday, each square shaded by the number of answers that day."""
     weeks = (end - start).days // 7 + 1
-    cell = min(18.0, (W - 2 * PAD - 24) / weeks)
+    cell = min(18.0, (W - 2 * PAD - DAY_LABEL_W) / weeks)
     height = PAD * 2 + 7 * cell + 16
     parts = _head(svg_id, "heatmap", height, title, desc)
     for row, name in ((0, "Mon"), (2, "Wed"), (4, "Fri")):
@@ -148,7 +152,7 @@ def heatmap(counts: dict[date, int], start: date, end: date, *, title: str, desc
     while d <= end:
         col, row = (d - start).days // 7, d.weekday()
         n = counts.get(d, 0)
-        parts.append(f'<rect x="{PAD + 24 + col * cell:.1f}" y="{PAD + row * cell:.1f}" '
+        parts.append(f'<rect x="{PAD + DAY_LABEL_W + col * cell:.1f}" y="{PAD + row * cell:.1f}" '
                      f'width="{cell - 2:.1f}" height="{cell - 2:.1f}" rx="2" '
                      f'fill="{HEAT_COLOURS[heat_level(n)]}" class="day l{heat_level(n)}" '
                      f'data-date="{d.isoformat()}"><title>{d.isoformat()}: {n} answer'
@@ -158,7 +162,7 @@ def heatmap(counts: dict[date, int], start: date, end: date, *, title: str, desc
     last_month = None
     for i, monday in enumerate(first_months):
         if monday.month != last_month and i < weeks - 1:
-            parts.append(f'<text x="{PAD + 24 + i * cell:.1f}" y="{height - 4}" class="tick">'
+            parts.append(f'<text x="{PAD + DAY_LABEL_W + i * cell:.1f}" y="{height - 4}" class="tick">'
                          f'{monday.strftime("%b")}</text>')
             last_month = monday.month
     parts.append("</svg>")

@@ -160,3 +160,27 @@ def test_copy_as_torchrun_script_puts_the_wrapped_snippet_on_the_clipboard(
         assert "knob.world_size=3" in page.locator(".torchrun-download").get_attribute("href")
     finally:
         context.close()
+
+
+def test_a_newcomers_home_shows_what_a_real_cached_run_measured(
+    browser: Any, verify_server: str,
+) -> None:
+    learner = browser.new_context(base_url=verify_server)
+    learner.set_default_timeout(RUN_TIMEOUT_MS)
+    page = learner.new_page()
+    page.goto("/questions/averaged-gradient-two-ranks")
+    page.get_by_label("model.weight.grad after backward()", exact=False).check()
+    page.get_by_role("button", name="Run it").click()
+    page.locator(".run.done").wait_for()
+    learner.close()
+    newcomer = browser.new_context(base_url=verify_server)
+    page = newcomer.new_page()
+    page.goto("/")
+    example = page.locator("section.verify-example")
+    rows = {r.locator("th").inner_text(): r.get_attribute("class")
+            for r in example.locator("tbody tr").all()}
+    assert rows["weight_grad"] == "same" and rows["loss"] == "differs"
+    assert "DDP averages gradients" in example.inner_text()
+    assert page.get_by_role("button", name="Start the DDP round").is_visible()
+    shot(page, "home-newcomer")
+    newcomer.close()
