@@ -24,7 +24,7 @@ from app.accounts import service as accounts
 from app.db import make_engine, make_sessionmaker, session_scope
 from app.identity import LEARNER_COOKIE, signed_learner
 from tests.browser.conftest import REAL_BANK, serve, settings_for
-from tests.browser.history import practise
+from tests.browser.history import practise, retire_variant_questions
 from tests.browser.layout import page_size, small_targets, svg_text_sizes, top_of
 
 PASSWORD = "a long enough password"
@@ -40,6 +40,7 @@ def setup(settings: Any, learner: str, now: datetime) -> None:
     with session_scope(make_sessionmaker(engine)) as s:
         accounts.create_user(db_session=s, username="alice", password=PASSWORD, role="admin")
     engine.dispose()
+    retire_variant_questions(settings)
     practise(settings, learner, now)
 
 
@@ -130,7 +131,8 @@ def walk(page: Any, width: int, rows: list[list[Any]], now: datetime) -> None:
     measure(page, "verify", rows)
     page.locator("select[name='knob.world_size']").select_option("2")
     page.locator(".verify-button").click()
-    page.locator(".run-compare .run-now .run.done").wait_for(timeout=120_000)
+    page.locator(".run-compare .run-now .run.done, .run-pair .run-col:nth-child(2) .run.done")\
+        .wait_for(timeout=120_000)
     page.wait_for_timeout(300)
     measure(page, "verify compare", rows)
 

@@ -124,7 +124,10 @@ def start(*, db_session: Session, learner_id: str, minutes: int, now: datetime,
     # The pick needs each question's topic, type and difficulty, not its revision's content.
     pool = list(db_session.scalars(select(Question).options(lazyload(Question.current_revision))
                                    .where(Question.status == STATUS_PUBLISHED,
-                                          Question.current_revision_id.is_not(None))
+                                          Question.current_revision_id.is_not(None),
+                                          # An exercise is answered by running code on its
+                                          # own page, never in an interview's answer form.
+                                          Question.type != "exercise")
                                    .order_by(Question.id)))
     if not pool:
         raise NoQuestions("There is no published question to ask yet.")

@@ -116,7 +116,9 @@ def line_chart(points: list[tuple[str, float | None]], *, title: str, desc: str,
         if point is not None:
             parts.append(f'<g class="point"><title>{escape(label)}: {_pct(point)}</title>'
                          f'<circle cx="{x(i):.1f}" cy="{y(point):.1f}" r="3.5" fill="#3b6fd8"/></g>')
-        if i % step == 0 or i == len(points) - 1:
+        last = len(points) - 1
+        # Every step-th label and the last one, unless the two would run into each other.
+        if (i % step == 0 and last - i >= step) or i == last:
             # The first and last labels hang inwards: centred on the edge they were cut off.
             anchor = "start" if i == 0 else "end" if i == len(points) - 1 else "middle"
             parts.append(f'<text x="{x(i):.1f}" y="{height - 10}" text-anchor="{anchor}" '

@@ -55,3 +55,21 @@ def practise(settings: Settings, learner: str, now: datetime, *, share: float = 
                 stored += 1
     engine.dispose()
     return stored
+
+
+def retire_variant_questions(settings: Settings) -> int:
+    """Retire the questions that quizzes and mock interviews cannot ask yet: ones with
+    variables (no variant is pinned, so grading one fails) and cases and talk-throughs (the
+    answer area does not take them); the loop branch wires both in. Returns how many."""
+    engine = make_engine(settings.resolved_database_url)
+    retired = 0
+    with session_scope(make_sessionmaker(engine)) as s:
+        for slug in list(s.scalars(select(Question.slug).where(Question.status == "published"))):
+            q = published_question(db_session=s, slug=slug)
+            if q is not None and (q.doc.variables or q.doc.type in ("case", "talk")):
+                row = s.scalar(select(Question).where(Question.slug == slug))
+                assert row is not None
+                row.status = "retired"
+                retired += 1
+    engine.dispose()
+    return retired

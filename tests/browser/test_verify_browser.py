@@ -63,9 +63,16 @@ def test_answer_then_verify_shows_the_measured_average_on_both_ranks(page: Any) 
     assert values(page, run, "weight_grad") == ["[[2.0,2.0]]", "[[2.0,2.0]]"]
     marks = run.locator(".checks tbody tr td.mark").all_inner_texts()
     assert marks and all("✓" in m for m in marks)
+    # The verdict leads; the timeline and the buckets are each one click below it.
+    verdict = run.locator(".run-verdict").bounding_box()
+    assert verdict["y"] < run.locator("details.timeline-fold").bounding_box()["y"]
     svg = run.locator("svg.timeline")
+    assert not svg.is_visible()
+    run.locator("details.timeline-fold > summary").click()
+    assert svg.is_visible()
     assert svg.locator("title").count() >= 1 and svg.locator("desc").count() == 1
-    assert run.locator("svg.bucket-chart").count() >= 1
+    run.locator("details.buckets-section > summary").click()
+    assert run.locator("svg.bucket-chart").first.is_visible()
     shot(page, "verify-average")
 
 
@@ -120,6 +127,8 @@ def test_hang_question_highlights_the_blocked_rank_and_says_why(page: Any) -> No
     assert blocked.count() == 1
     assert run.locator("svg.timeline g.lane[data-lane='1'] g.span.blocked").count() == 0
     assert "blocked" in blocked.locator("title").text_content()
+    run.locator("details.timeline-fold > summary").click()
+    assert blocked.is_visible()
     shot(page, "verify-hang")
 
 

@@ -4,7 +4,9 @@ the report (score, time per question, calibration, misses), the review queue, th
 from __future__ import annotations
 
 import random
+import uuid
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -384,3 +386,25 @@ def test_the_calibration_sentence_is_read_from_the_learners_answers(
     cal = calibration([Attempt(confidence=c, correct=ok) for c, ok in answers])
     got_kind, sentence = cal.verdict()
     assert got_kind == kind and sentence.startswith(start), sentence
+
+
+def test_a_mock_interview_never_asks_an_exercise(
+    app_client: TestClient, session_factory: sessionmaker[Session], tmp_path: Path,
+) -> None:
+    import shutil
+
+    from tests.exercises.conftest import EXERCISE_BANK
+    from tests.factories import copy_bank, import_folder
+
+    # One bank with both: the fixture questions and an exercise (which has a snippet, so the
+    # pick's "one question with a snippet" would otherwise reach for it).
+    bank = copy_bank(tmp_path / "bank")
+    shutil.copytree(EXERCISE_BANK / "drills", bank / "drills")
+    import_folder(session_factory, bank)
+    for seed in range(5):
+        with session_factory.begin() as s:
+            m = mock_service.start(db_session=s, learner_id=str(uuid.uuid4()), minutes=25,
+                                   now=T0, rng=random.Random(seed))
+            types = [q.type for q in s.scalars(select(Question).join(
+                QuizItem, QuizItem.question_id == Question.id).where(QuizItem.quiz_id == m.quiz_id))]
+        assert types and "exercise" not in types

@@ -271,6 +271,7 @@ def test_after_each_review_the_page_says_when_the_card_comes_back_and_the_empty_
     status = parse_fragment(r).select_one("#review-status[hx-swap-oob]")
     assert text(status) == (f"Answered. This card comes back {until(card.due, now)} "
                             f"({day_name(card.due, now)}). Nothing else is due now.")
+    assert day_name(card.due, now) not in ("today", "tomorrow")
     assert until(card.due, now).startswith("in ")
     # The empty page says until when in words, never a bare timestamp.
     empty = text(parse(client.get("/review")).select_one(".empty-state"))
