@@ -314,11 +314,11 @@ class Today:
     goal: LearnerGoal | None
     new_today: int | None  # the plan's new questions today (None without an interview date)
     weakest: list[TopicMastery]
-    total_attempts: int
+    answered_ever: bool
 
     @property
     def newcomer(self) -> bool:
-        return self.total_attempts == 0 and self.due_now == 0
+        return not self.answered_ever and self.due_now == 0
 
     @property
     def daily_goal(self) -> int:
@@ -357,23 +357,33 @@ def _end_of_day(now: datetime) -> datetime:
     return datetime.combine(now.date() + timedelta(days=1), time(0, tzinfo=UTC))
 
 
+def _streak_since(now: datetime) -> datetime:
+    return datetime.combine(now.date() - timedelta(days=STREAK_DAYS), time(0, tzinfo=UTC))
+
+
 def _today(db_session: Session, learner_id: str, now: datetime, live: list[review.CardState],
-           mastery: list[TopicMastery], goal: LearnerGoal | None,
-           new_today: int | None) -> Today:
+           mastery: list[TopicMastery], goal: LearnerGoal | None, new_today: int | None,
+           per_day: dict[date, int]) -> Today:
+    """Today's panel from numbers the caller has read already (`per_day`: answers per day
+    since at least STREAK_DAYS ago)."""
     today = now.date()
-    since = datetime.combine(today - timedelta(days=STREAK_DAYS), time(0, tzinfo=UTC))
-    per_day: dict[date, int] = defaultdict(int)
-    for day, _correct, n in _answers_by_day(db_session, learner_id, since):
-        per_day[day] += n
-    total = int(db_session.scalar(select(func.count()).select_from(Attempt)
-                                  .where(Attempt.learner_id == learner_id)) or 0)
+    answered_ever = bool(per_day) or db_session.scalar(
+        select(Attempt.id).where(Attempt.learner_id == learner_id).limit(1)) is not None
     end = _end_of_day(now)
     return Today(
         now=now, due_now=sum(1 for c in live if c.is_due(now)),
         later_today=sum(1 for c in live if not c.is_due(now) and c.due < end),
-        answered_today=per_day.get(today, 0), streak=_streak(set(per_day), today), goal=goal,
+        answered_today=per_day.get(today, 0),
+        streak=_streak({d for d, n in per_day.items() if n}, today), goal=goal,
         new_today=new_today, weakest=sorted(mastery, key=lambda m: (m.recall, m.title))[:3],
-        total_attempts=total)
+        answered_ever=answered_ever)
+
+
+def _per_day(db_session: Session, learner_id: str, since: datetime) -> dict[date, int]:
+    per_day: dict[date, int] = defaultdict(int)
+    for day, _correct, n in _answers_by_day(db_session, learner_id, since):
+        per_day[day] += n
+    return dict(per_day)
 
 
 def _active_goal(goal: LearnerGoal | None, today: date) -> LearnerGoal | None:
@@ -383,13 +393,16 @@ def _active_goal(goal: LearnerGoal | None, today: date) -> LearnerGoal | None:
 
 
 def _new_today(live: dict[int, review.CardState], questions: dict[int, str],
-               topics: list[Topic], goal: LearnerGoal, now: datetime) -> int:
-    """The plan's new questions for today, without simulating it (the same rule as _plan)."""
+               topics: list[Topic], goal: LearnerGoal, now: datetime,
+               before: list[TopicMastery] | None = None) -> int:
+    """The plan's new questions for today, without simulating it (the same rule as _plan);
+    `before` is the forecast's mastery at the interview when the caller has it."""
     at = interview_moment(goal.interview_date) if goal.interview_date else now
     days = plan_days(now, at)
     if days == 0:
         return 0
-    before = _mastery(topics, questions, {qid: c.mastery(at) for qid, c in live.items()})
+    if before is None:
+        before = _mastery(topics, questions, {qid: c.mastery(at) for qid, c in live.items()})
     unseen, _intro_days, per_day = _unseen_plan(live, questions, before, goal.target, days)
     return min(per_day, len(unseen))
 
@@ -402,7 +415,8 @@ def today(*, db_session: Session, learner_id: str, now: datetime) -> Today:
     goal = _active_goal(get_goal(db_session=db_session, learner_id=learner_id), now.date())
     new = (_new_today({c.question_id: c for c in live}, questions, topics, goal, now)
            if goal is not None else None)
-    return _today(db_session, learner_id, now, live, mastery, goal, new)
+    return _today(db_session, learner_id, now, live, mastery, goal, new,
+                  _per_day(db_session, learner_id, _streak_since(now)))
 
 
 def topic_rows(mastery: list[TopicMastery], topics: list[Topic], due: dict[str, int],
@@ -476,12 +490,18 @@ def dashboard(*, db_session: Session, learner_id: str, now: datetime,
     today = now.date()
     heat_start = _monday(today) - timedelta(weeks=WEEKS_OF_HEATMAP - 1)
     acc_start = _monday(today) - timedelta(weeks=WEEKS_OF_ACCURACY - 1)
-    since = datetime.combine(min(heat_start, acc_start), time(0, tzinfo=UTC))
+    # One read of the answers per day serves the heatmap, the weeks and the streak.
+    since = min(datetime.combine(min(heat_start, acc_start), time(0, tzinfo=UTC)),
+                _streak_since(now))
     weeks = {acc_start + timedelta(weeks=i): WeekAccuracy(acc_start + timedelta(weeks=i), 0, 0)
              for i in range(WEEKS_OF_ACCURACY)}
     days: dict[date, int] = defaultdict(int)
+    every_day: dict[date, int] = defaultdict(int)
     total = 0
     for day, correct, n in _answers_by_day(db_session, learner_id, since):
+        every_day[day] += n
+        if day < heat_start:
+            continue
         total += n
         days[day] += n
         w = weeks.get(_monday(day))
@@ -509,15 +529,45 @@ def dashboard(*, db_session: Session, learner_id: str, now: datetime,
                       interview_date=active.interview_date, target=active.target, now=now,
                       cards=cards, questions=questions, topics=topics, with_plan=with_plan)
         new_today = (fc.plan[0].new if fc.plan else 0) if with_plan else _new_today(
-            {c.question_id: c for c in live}, questions, topics, active, now)
+            {c.question_id: c for c in live}, questions, topics, active, now,
+            before=[TopicMastery(t.slug, t.title, t.questions, t.seen, t.recall)
+                    for t in fc.topics])
     rows = topic_rows(mastery, topics, due_by_topic, fc)
     return Dashboard(
-        now=now, today=_today(db_session, learner_id, now, live, mastery, active, new_today),
+        now=now, today=_today(db_session, learner_id, now, live, mastery, active, new_today,
+                              dict(every_day)),
         rows=rows, rounds=round_rows(rows), mastery=mastery, weeks=list(weeks.values()),
         days=dict(days), heatmap_start=heat_start,
         coming=[(today + timedelta(days=i), n) for i, n in enumerate(coming)],
         reports=reports.my_reports(db_session=db_session, learner_id=learner_id),
         goal=goal, forecast=fc, total_attempts=total)
+
+
+@dataclass
+class TopicTable:
+    """The dashboard's topic table on its own: what the plan's fragment replaces it with."""
+
+    rows: list[TopicRow]
+    forecast: Forecast | None
+
+
+def topic_table(*, db_session: Session, learner_id: str, now: datetime) -> TopicTable:
+    """The topic table with the plan's column (the forecast simulated forward), and no more
+    of the dashboard than that."""
+    questions, topics = _published(db_session)
+    cards = _cards(db_session, learner_id)
+    live = [c for c in cards if c.question_id in questions]
+    mastery = _mastery(topics, questions, {c.question_id: c.mastery(now) for c in live})
+    due: dict[str, int] = defaultdict(int)
+    for c in live:
+        if c.is_due(now):
+            due[questions[c.question_id]] += 1
+    goal = _active_goal(get_goal(db_session=db_session, learner_id=learner_id), now.date())
+    fc = None
+    if goal is not None and goal.interview_date is not None:
+        fc = forecast(db_session=db_session, learner_id=learner_id, interview_date=goal.interview_date,
+                      target=goal.target, now=now, cards=cards, questions=questions, topics=topics)
+    return TopicTable(topic_rows(mastery, topics, due, fc), fc)
 
 
 def mastery_by_topic(*, db_session: Session, learner_id: str, now: datetime) -> dict[str, float]:

@@ -94,7 +94,7 @@ def plan_page(request: Request, db_session: SessionDep, learner_id: CurrentLearn
     """The topic table with the plan's column and the day-by-day plan: a fragment that
     replaces the dashboard's table once loaded (the plan simulates FSRS forward, so the
     dashboard does not wait for it), or a page of its own."""
-    d = progress.dashboard(db_session=db_session, learner_id=learner_id, now=clock.now())
+    d = progress.topic_table(db_session=db_session, learner_id=learner_id, now=clock.now())
     name = "progress/_topics.html" if is_htmx(request) else "progress/plan.html"
     return templates.TemplateResponse(request, name, {"d": d, "with_plan": True})
 

@@ -246,16 +246,19 @@ class CardState:
 
 def card_states(*, db_session: Session, learner_id: str) -> list[CardState]:
     """Every card of the learner, parsed once, with the rating of its last review."""
-    last = (select(ReviewLog.rating).where(ReviewLog.card_id == ReviewCard.id)
-            .order_by(ReviewLog.reviewed_at.desc(), ReviewLog.id.desc()).limit(1)
-            .correlate(ReviewCard).scalar_subquery())
-    # Columns, not ORM objects: the dashboard reads hundreds of cards on every visit.
-    rows = db_session.execute(select(ReviewCard.question_id, ReviewCard.due, ReviewCard.card,
-                                     ReviewCard.last_review, last)
+    # Columns, not ORM objects: the dashboard reads hundreds of cards on every visit. The
+    # last rating of each card is one grouped read of the learner's logs (the newest log of
+    # a card has the largest id: logs are only ever appended).
+    latest = (select(func.max(ReviewLog.id)).where(ReviewLog.learner_id == learner_id)
+              .group_by(ReviewLog.card_id))
+    ratings = dict(db_session.execute(select(ReviewLog.card_id, ReviewLog.rating)
+                                      .where(ReviewLog.id.in_(latest))).all())
+    rows = db_session.execute(select(ReviewCard.id, ReviewCard.question_id, ReviewCard.due,
+                                     ReviewCard.card, ReviewCard.last_review)
                               .where(ReviewCard.learner_id == learner_id))
     return [CardState(qid, due, Card.from_dict(card) if card and reviewed is not None else None,
-                      rating)
-            for qid, due, card, reviewed, rating in rows]
+                      ratings.get(card_id))
+            for card_id, qid, due, card, reviewed in rows]
 
 
 def learner_cards(*, db_session: Session, learner_id: str) -> list[ReviewCard]:
