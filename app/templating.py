@@ -8,7 +8,7 @@ from fastapi.templating import Jinja2Templates
 
 from app.csrf import csrf_token
 from app.quizzes.models import CONFIDENCE_LEVELS
-from app.render.markdown import highlight_code, render_inline, render_markdown
+from app.render.markdown import breakable, highlight_code, render_inline, render_markdown
 from app.render.runs import (
     bucket_iterations,
     bucket_views,
@@ -17,6 +17,7 @@ from app.render.runs import (
     value_names,
 )
 from app.render.traces import static_bucket_picture, static_rank_picture
+from app.render.when import day_name, until
 from app.reports.models import REPORT_KINDS
 from app.verify import knobs
 from app.verify.service import result_of
@@ -48,6 +49,9 @@ def make_templates() -> Jinja2Templates:
     env.filters["markdown"] = render_markdown
     env.filters["inline"] = render_inline
     env.filters["duration"] = _ms
+    env.filters["breakable"] = breakable
+    env.filters["until"] = until
+    env.filters["day_name"] = day_name
     env.globals["highlight"] = highlight_code
     env.globals["csrf_token"] = csrf_token
     env.globals["static_bucket_picture"] = static_bucket_picture

@@ -5,7 +5,7 @@ cards (each reviewed a few times over the past 120 days, so some are due) and 5,
 over the same days, with an interview date 30 days ahead (so the dashboard computes the
 forecast and its day-by-day plan). Then starts `ddpdrill serve` (no verify workers) and measures:
 
-- the dashboard page, GET /dashboard (HTML, with all charts and the forecast), 100 requests;
+- the dashboard page, GET /dashboard (HTML: today, the topic table, every chart), 100 requests;
 - the Review page, GET /review (the most overdue card with its answer form), 200 requests;
 - (no target) the forecast's day-by-day plan, GET /dashboard/plan, which the dashboard
   loads after itself because it simulates FSRS forward for 30 days;
@@ -140,7 +140,7 @@ def run(url: str, label: str) -> bool:
 
         def dashboard() -> None:
             status, body = client.request_raw("GET", "/dashboard")
-            assert status == 200 and b'id="forecast"' in body, status
+            assert status == 200 and b'id="rounds"' in body and b'topics-progress' in body, status
 
         def review_page() -> None:
             status, body = client.request_raw("GET", "/review")

@@ -131,8 +131,8 @@ def submit_answer(client: Any, page_url: str, answer: Any, *, htmx: bool) -> Res
 
 
 def start_quiz(client: Any, **choices: Any) -> str:
-    """Submit the home page's "Start a quiz" form; returns the first question's URL."""
-    home = parse(client.get("/"))
+    """Submit the quiz builder's "Start a quiz" form (/topics); returns the first question's URL."""
+    home = parse(client.get("/topics"))
     action, data = form_fields(home, "form.quiz-form")
     response = client.post(action, data={**data, **choices}, follow_redirects=False)
     assert response.status_code == 303, response.text

@@ -9,6 +9,7 @@ Every route under /author needs a signed-in author (or admin) and every route un
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlencode
 
 import yaml
 from fastapi import APIRouter, BackgroundTasks, Depends, Request
@@ -18,6 +19,7 @@ from starlette.datastructures import FormData, UploadFile
 
 from app.accounts.models import User
 from app.authoring import bankfiles, schemas, service
+from app.authoring.advice import apply_fix, key_advice
 from app.deps import (
     CSRF,
     AdminUser,
@@ -34,7 +36,7 @@ from app.deps import (
 )
 from app.errors import Busy, Conflict, Forbidden, InvalidInput, NotFound, RateLimited
 from app.questions.models import STATUS_DRAFT, STATUS_PUBLISHED, STATUS_RETIRED, Question, Topic
-from app.questions.schema import Expectation, describe_variant, key_binding_problems
+from app.questions.schema import Expectation, describe_variant
 from app.questions.service import revision_doc
 from app.render.markdown import highlight_code, render_markdown
 from app.templating import templates
@@ -63,19 +65,30 @@ def _int_or_none(value: str | None) -> int | None:
         return None
 
 
+# The question list shows this many rows a page: a bank of hundreds stays one screenful or two.
+PAGE_SIZE = 50
+
+
 @author.get("")
 def question_list(
     request: Request, db_session: SessionDep, user: AuthorUser, q: str = "", topic: str = "",
     tag: str = "", difficulty: str = "", status: str = "", verification: str = "",
+    page: str = "1",
 ) -> Response:
     rows = service.list_questions(db_session=db_session, text=q, topic=topic, tag=tag,
                                   difficulty=_int_or_none(difficulty), status=status,
                                   verification=verification)
-    editable = {r.question.id for r in rows if user.role == "admin" or r.owner_id == user.id}
+    pages = max(1, -(-len(rows) // PAGE_SIZE))
+    number = min(max(_int_or_none(page) or 1, 1), pages)
+    shown = rows[(number - 1) * PAGE_SIZE:number * PAGE_SIZE]
+    editable = {r.question.id for r in shown if user.role == "admin" or r.owner_id == user.id}
     topics = list(db_session.scalars(select(Topic).order_by(Topic.position, Topic.slug)))
-    ctx = {"user": user, "rows": rows, "editable": editable, "topics": topics,
-           "filters": {"q": q, "topic": topic, "tag": tag, "difficulty": difficulty,
-                       "status": status, "verification": verification},
+    filters = {"q": q, "topic": topic, "tag": tag, "difficulty": difficulty, "status": status,
+               "verification": verification}
+    ctx = {"user": user, "rows": shown, "total": len(rows), "editable": editable, "topics": topics,
+           "filters": filters, "page": number, "pages": pages,
+           "first": (number - 1) * PAGE_SIZE + 1,
+           "query": urlencode({k: v for k, v in filters.items() if v}),
            "statuses": (STATUS_DRAFT, STATUS_PUBLISHED, STATUS_RETIRED),
            "verifications": service.VERIFICATION_STATES}
     if is_htmx(request) and request.headers.get("HX-Target") == "question-rows":
@@ -141,9 +154,11 @@ def edit_question(
     editing = service.editing_revision(db_session=db_session, question=question)
     form = schemas.EditorForm.from_doc(revision_doc(editing), base_revision_id=editing.id)
     ctx = _editor_ctx(db_session, user, form, question)
-    ctx["binding_problems"] = key_binding_problems(revision_doc(editing))
+    # The key's problems are said once, in the publish gate below the form.
     ctx["message"] = {"1": f"Saved as revision {editing.number}.",
-                      "same": "Nothing changed, so no revision was added."}.get(saved)
+                      "same": "Nothing changed, so no revision was added.",
+                      "fixed": f"Answer key fixed: saved as revision {editing.number}; verify "
+                               "and publish below."}.get(saved)
     return _page(request, "editor.html", ctx)
 
 
@@ -210,7 +225,7 @@ def preview_question(request: Request, raw: FormDep, db_session: SessionDep, use
                  {"doc": shown, "template_doc": doc, "fmt": shown.effective_format if shown else "",
                   "form": form, "previews": previews if doc is not None and doc.variables else [],
                   "key": previews[0].key if previews else None,
-                  "binding_problems": key_binding_problems(doc) if doc else []})
+                  "advice": key_advice(doc) if doc else []})
 
 
 # Runs: Run now, the measured result, "expect this" -------------------------------------------
@@ -361,7 +376,26 @@ def _gate_ctx(db_session: Any, user: User, question: Question) -> dict[str, Any]
     if rev is not None:
         g = gate.check(db_session=db_session, revision=rev, versions=verify_service.engine_versions())
     return {"user": user, "question": question, "revision": rev, "gate": g,
-            "polling": bool(g and g.pending)}
+            "polling": bool(g and g.pending),
+            "advice": key_advice(revision_doc(rev)) if rev is not None and g and g.binding_problems
+            else []}
+
+
+@author.post("/questions/{slug}/fix-key")
+def fix_key(slug: str, form: FormDep, db_session: SessionDep, user: AuthorUser, _: CSRF) -> Response:
+    """Apply one of the gate's offered fixes to the answer key, as a new draft revision."""
+    question = _editable_question(db_session, user, slug, for_update=True)
+    editing = service.editing_revision(db_session=db_session, question=question)
+    doc = revision_doc(editing)
+    wanted = str(form.get("fix") or "")
+    # Only a fix the rule offers for the draft as it is now: a stale page's button fails here.
+    fix = next((a.fix for a in key_advice(doc) if a.fix is not None and a.fix.label == wanted), None)
+    if fix is None:
+        raise Conflict("That fix no longer applies: the draft changed. Reload the editor.")
+    service.save_draft(db_session=db_session, question=question, doc=apply_fix(doc, fix), user=user,
+                       note=f"Answer key fixed from the gate: {fix.label.lower()}",
+                       base_revision_id=editing.id)
+    return RedirectResponse(f"/author/questions/{slug}?saved=fixed", status_code=303)
 
 
 @author.get("/questions/{slug}/gate")

@@ -18,6 +18,7 @@ from __future__ import annotations
 import difflib
 import uuid
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import func, select
@@ -26,10 +27,11 @@ from sqlalchemy.orm import Session
 from app import ratelimit
 from app.errors import Forbidden, InvalidInput, NotFound, TooLarge
 from app.exercises.models import ExerciseSubmission
-from app.questions.models import Question, QuestionRevision
+from app.questions.models import STATUS_PUBLISHED, Question, QuestionRevision, Topic
 from app.questions.schema import Expectation, QuestionDoc
 from app.questions.service import get_published, revision_doc
 from app.quizzes import service as practice
+from app.quizzes.models import Attempt
 from app.verify import service
 from app.verify.access import IP_RATE_FACTOR, RATE_WINDOW_SECONDS
 from app.verify.engine import SnippetSyntaxError, check_snippet
@@ -445,3 +447,43 @@ def own_frames(traceback: str) -> str:
             keep = False
             out.append(line)
     return "\n".join(out)
+
+
+@dataclass
+class Solved:
+    """The learner's latest passing submission of an exercise."""
+
+    at: datetime
+    code: str
+
+
+def solved(*, db_session: Session, learner_id: str, question_id: int) -> Solved | None:
+    """The learner's latest passing code for the exercise, if they have solved it."""
+    attempt = db_session.scalar(
+        select(Attempt).where(Attempt.learner_id == learner_id, Attempt.question_id == question_id,
+                              Attempt.correct.is_(True))
+        .order_by(Attempt.created_at.desc(), Attempt.id.desc()).limit(1))
+    if attempt is None:
+        return None
+    answer = attempt.answer
+    code = answer.get("code") if isinstance(answer, dict) else None
+    return Solved(attempt.created_at, code if isinstance(code, str) else "")
+
+
+@dataclass
+class ExerciseLink:
+    slug: str
+    title: str
+
+
+def next_exercise(*, db_session: Session, slug: str) -> ExerciseLink | None:
+    """The published exercise after this one (by topic, difficulty, slug), wrapping around."""
+    rows = db_session.execute(
+        select(Question.slug, Question.title).join(Topic, Topic.slug == Question.topic)
+        .where(Question.status == STATUS_PUBLISHED, Question.type == "exercise")
+        .order_by(Topic.position, Question.difficulty, Question.slug)).all()
+    slugs = [s for s, _ in rows]
+    if slug not in slugs or len(slugs) < 2:
+        return None
+    after, title = rows[(slugs.index(slug) + 1) % len(rows)]
+    return ExerciseLink(after, title)

@@ -1,8 +1,10 @@
-"""Exercise pages: the starter in an editor, Run, and the result of the learner's own code
-against the checks (visible ones described, hidden ones counted)."""
+"""Exercise pages: the starter (or the learner's saved solution) in an editor, Run, and the
+result of the learner's own code against the checks (visible ones described, hidden ones
+counted), led by one headline: passed, n checks fail, or the run hung or raised."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from fastapi import APIRouter, BackgroundTasks, Request
@@ -22,25 +24,86 @@ from app.errors import DomainError
 from app.exercises import service as exercise
 from app.templating import templates
 from app.verify.models import RUN_DONE
-from app.verify.service import PrivateCaps
+from app.verify.service import PrivateCaps, result_of
 
 router = APIRouter(include_in_schema=False)
 
 
-def _exercise_ctx(db_session: SessionDep, slug: str) -> dict[str, Any]:
+@dataclass
+class Headline:
+    """The one sentence a finished Run leads with."""
+
+    kind: str  # "passed", "hung", "raised", "failing" or "broken" (our infrastructure)
+    text: str
+    # The learner's code has this many lines; a cited line past it is in the checks.
+    code_lines: int
+    cites_checks: bool = False
+
+
+def _where(line: int | None, code_lines: int) -> tuple[str, bool]:
+    if not line:
+        return "", False
+    if line <= code_lines:
+        return f" at line {line} of your code", False
+    return " in the exercise's checks, after your code", True
+
+
+def headline(sub: exercise.Submission) -> Headline:
+    """What one finished Run of an exercise amounts to, in one sentence."""
+    n = len(sub.code.splitlines())
+    if sub.infrastructure_failed:
+        return Headline("broken", "The verify service could not run your code on every setting; "
+                                  "this is our fault, not your code's. Run it again in a moment.", n)
+    if sub.passed:
+        return Headline("passed", "Passed: every check passes" +
+                        (", hidden ones too." if sub.hidden_total else "."), n)
+    results = [r for r in (result_of(run) for run in sub.runs) if r is not None]
+    for res in results:
+        if res.outcome == "timeout":
+            blocked = next((r for r in res.ranks if r.blocked_in is not None), None)
+            if blocked is not None and blocked.blocked_in is not None:
+                where, past = _where(blocked.blocked_in.line, n)
+                return Headline("hung", f"Your code hung: rank {blocked.rank} was still waiting in "
+                                        f"{blocked.blocked_in.op}{where} when the run was stopped.",
+                                n, past)
+            return Headline("hung", "Your code hung: the run was stopped at its time limit.", n)
+    for res in results:
+        if res.outcome == "error":
+            failed = next((r for r in res.ranks if r.error is not None), None)
+            if failed is not None and failed.error is not None:
+                where, past = _where(failed.error.line, n)
+                return Headline("raised", f"Your code raised {failed.error.type} on rank "
+                                          f"{failed.rank}{where}.", n, past)
+    visible = sum(1 for c in sub.visible if not c.passed)
+    hidden = sub.hidden_total - sub.hidden_passed
+    total = visible + hidden
+    parts = ([f"{visible} you can see below"] if visible else []) + \
+        ([f"{hidden} hidden"] if hidden else [])
+    return Headline("failing", f"{total} check{'' if total == 1 else 's'} fail"
+                    f"{'s' if total == 1 else ''}: {' and '.join(parts)}.", n)
+
+
+def _exercise_ctx(db_session: SessionDep, slug: str, learner_id: str) -> dict[str, Any]:
     question, _revision, doc = exercise.exercise_doc(db_session=db_session, slug=slug)
     assert doc.verify is not None and doc.exercise is not None
     visible = [e.label for e in doc.verify.expect if not e.hidden]
     return {"question": question, "doc": doc, "slug": slug, "starter": doc.snippet_text or "",
             "hints": doc.exercise.hints, "visible_labels": visible,
             "hidden_count": sum(1 for e in doc.verify.expect if e.hidden),
-            "combos": doc.verify.audit_combinations(), "max_code_bytes": exercise.MAX_CODE_BYTES}
+            "combos": doc.verify.audit_combinations(), "max_code_bytes": exercise.MAX_CODE_BYTES,
+            "solved": exercise.solved(db_session=db_session, learner_id=learner_id,
+                                     question_id=question.id)}
 
 
 @router.get("/exercises/{slug}")
-def exercise_page(slug: str, request: Request, db_session: SessionDep) -> Response:
-    ctx = _exercise_ctx(db_session, slug)
-    return templates.TemplateResponse(request, "exercises/exercise.html", {**ctx, "code": ctx["starter"]})
+def exercise_page(slug: str, request: Request, db_session: SessionDep,
+                  learner_id: CurrentLearner, starter: str = "") -> Response:
+    ctx = _exercise_ctx(db_session, slug, learner_id)
+    # A solved exercise opens on the learner's own passing code; ?starter=1 (Reset without
+    # JavaScript) gives the starter.
+    saved = ctx["solved"].code if ctx["solved"] and not starter else ""
+    code = saved or ctx["starter"]
+    return templates.TemplateResponse(request, "exercises/exercise.html", {**ctx, "code": code})
 
 
 @router.post("/exercises/{slug}/run")
@@ -68,11 +131,20 @@ def exercise_run_form(
     return _submission_fragment(request, db_session, slug, token, learner_id)
 
 
+def _result_ctx(db_session: SessionDep, slug: str, sub: exercise.Submission) -> dict[str, Any]:
+    ctx: dict[str, Any] = {"sub": sub, "slug": slug, "run": sub.shown_run}
+    if sub.done:
+        ctx["headline"] = headline(sub)
+        if sub.passed:
+            ctx["next_exercise"] = exercise.next_exercise(db_session=db_session, slug=slug)
+    return ctx
+
+
 def _submission_fragment(request: Request, db_session: SessionDep, slug: str, token: str,
                          learner_id: str) -> Response:
     sub = exercise.submission(db_session=db_session, slug=slug, token=token, learner_id=learner_id)
     return templates.TemplateResponse(request, "exercises/_exercise_result.html",
-                                      {"sub": sub, "slug": slug, "run": sub.shown_run})
+                                      _result_ctx(db_session, slug, sub))
 
 
 @router.get("/exercises/{slug}/submissions/{token}")
@@ -82,6 +154,6 @@ def exercise_submission_page(slug: str, token: str, request: Request, db_session
     if is_htmx(request):
         return _submission_fragment(request, db_session, slug, token, learner_id)
     sub = exercise.submission(db_session=db_session, slug=slug, token=token, learner_id=learner_id)
-    ctx = _exercise_ctx(db_session, slug)
+    ctx = _exercise_ctx(db_session, slug, learner_id)
     return templates.TemplateResponse(request, "exercises/exercise.html", {
-        **ctx, "code": sub.code, "sub": sub, "run": sub.shown_run})
+        **ctx, "code": sub.code, **_result_ctx(db_session, slug, sub)})

@@ -25,6 +25,7 @@ from sqlalchemy.orm import Session, lazyload
 
 from app.errors import Conflict
 from app.mock.models import MockInterview
+from app.progress import service as progress
 from app.questions.models import STATUS_PUBLISHED, Question, QuestionRevision, Topic
 from app.questions.schema import QuestionDoc
 from app.questions.service import revision_variant
@@ -116,14 +117,10 @@ def _pick(pool: list[Question], weakness: dict[str, float], count: int,
 
 
 def topic_weakness(*, db_session: Session, learner_id: str, now: datetime) -> dict[str, float]:
-    """Per topic, 1 minus FSRS's mean predicted recall now over its published questions
-    (an unseen question counts as recall 0, so an untried topic is as weak as it gets)."""
-    recall = review.retrievability_by_question(db_session=db_session, learner_id=learner_id, at=now)
-    sums: dict[str, list[float]] = defaultdict(list)
-    for qid, topic in db_session.execute(select(Question.id, Question.topic)
-                                         .where(Question.status == STATUS_PUBLISHED)):
-        sums[topic].append(recall.get(qid, 0.0))
-    return {t: 1.0 - sum(v) / len(v) for t, v in sums.items()}
+    """Per topic, 1 minus its mastery now (the dashboard's number: an unseen question counts
+    0, so an untried topic is as weak as it gets)."""
+    mastery = progress.mastery_by_topic(db_session=db_session, learner_id=learner_id, now=now)
+    return {t: 1.0 - m for t, m in mastery.items()}
 
 
 def start(*, db_session: Session, learner_id: str, minutes: int, now: datetime,
@@ -136,8 +133,8 @@ def start(*, db_session: Session, learner_id: str, minutes: int, now: datetime,
     pool = list(db_session.scalars(select(Question).options(lazyload(Question.current_revision))
                                    .where(Question.status == STATUS_PUBLISHED,
                                           Question.current_revision_id.is_not(None),
-                                          # Answered by running code on its own page, as in
-                                          # a quiz: not by an interview's answer form.
+                                          # An exercise is answered by running code on its
+                                          # own page, never in an interview's answer form.
                                           Question.type != "exercise")
                                    .order_by(Question.id)))
     if not pool:
@@ -351,6 +348,34 @@ class Calibration:
         """How often "guessing" was wrong."""
         r = self.rate("guessing")
         return None if r is None else 1.0 - r
+
+    def verdict(self) -> tuple[str, str]:
+        """(kind, sentence) read from these answers: "over" (sure but often wrong), "under"
+        (unsure or guessing but mostly right), "good", or "unknown" (too few answers)."""
+        sure_n, sure_ok = self.counts.get("sure", 0), self.right.get("sure", 0)
+        doubt_n = self.counts.get("unsure", 0) + self.counts.get("guessing", 0)
+        doubt_ok = self.right.get("unsure", 0) + self.right.get("guessing", 0)
+        if sure_n + doubt_n < MIN_CALIBRATION_ANSWERS:
+            return ("unknown", "Too few answers with a confidence to say how well it matched: "
+                               "pick one next time (it also shapes when each question comes back).")
+        sure = f'"sure" was right {sure_ok / sure_n:.0%} of the time ({sure_ok} of {sure_n})' \
+            if sure_n else 'you never said "sure"'
+        doubt = (f"when unsure or guessing you were right {doubt_ok / doubt_n:.0%} of the time "
+                 f"({doubt_ok} of {doubt_n})") if doubt_n else "you never doubted an answer"
+        if sure_n and sure_ok / sure_n < SURE_ENOUGH:
+            return ("over", f"Overconfident: {sure}. Before saying sure in an interview, check "
+                            "the answer against what a run would measure.")
+        if doubt_n >= 2 and doubt_ok / doubt_n >= DOUBT_TOO_RIGHT:
+            return ("under", f"Underconfident: {doubt}. You know more than you think: say so.")
+        return ("good", f"Well calibrated: {sure}, and {doubt}.")
+
+
+# Fewer answers with a confidence than this say nothing about calibration.
+MIN_CALIBRATION_ANSWERS = 3
+# "Sure" should be right at least this often; less is overconfidence.
+SURE_ENOUGH = 0.8
+# Doubtful answers right at least this often are underconfidence.
+DOUBT_TOO_RIGHT = 0.75
 
 
 def calibration(attempts: list[Attempt]) -> Calibration:

@@ -13,7 +13,9 @@ from app.progress.schemas import (
     ForecastTopicOut,
     PlanDayOut,
     ReportStatusOut,
+    TodayOut,
     TopicMasteryOut,
+    TopicRowOut,
     WeekOut,
 )
 
@@ -23,8 +25,9 @@ router = APIRouter(prefix="/api/v1", tags=["progress"], responses=API_BUSY)
 @router.get("/dashboard", response_model=DashboardOut)
 def get_dashboard(db_session: SessionDep, learner_id: CurrentLearner,
                   clock: ClockDep) -> DashboardOut:
-    """Your mastery per topic, accuracy per week, days practised, reviews due in the next
-    7 days, weakest topics, problem-report statuses and (with an interview date) the forecast."""
+    """Today (cards due now, the plan's day, streak), your topics (mastery now, on the
+    interview date, with the plan, due now), accuracy per week, days practised, cards falling
+    due in the next 7 days, weakest topics, problem-report statuses and the forecast."""
     d = progress.dashboard(db_session=db_session, learner_id=learner_id, now=clock.now())
     fc = None
     if d.forecast is not None:
@@ -40,11 +43,20 @@ def get_dashboard(db_session: SessionDep, learner_id: CurrentLearner,
         return TopicMasteryOut(slug=m.slug, title=m.title, questions=m.questions, seen=m.seen,
                                recall=m.recall)
 
+    t = d.today
     return DashboardOut(
-        now=d.now, mastery=[tm(m) for m in d.mastery],
+        now=d.now,
+        today=TodayOut(due_now=t.due_now, later_today=t.later_today, new_today=t.new_today,
+                       answered_today=t.answered_today, daily_goal=t.daily_goal,
+                       streak=t.streak),
+        due_now=t.due_now,
+        topics=[TopicRowOut(slug=r.slug, title=r.title, round=r.round,
+                            questions=r.questions, seen=r.seen, now=r.now, due=r.due,
+                            on_date=r.on_date, planned=r.planned) for r in d.rows],
+        mastery=[tm(m) for m in d.mastery],
         weeks=[WeekOut(week=w.week, attempts=w.attempts, correct=w.correct) for w in d.weeks],
         days_practised={k.isoformat(): v for k, v in sorted(d.days.items())},
-        due_next_7_days=[DueDayOut(day=day, due=n) for day, n in d.due_by_day],
+        due_next_7_days=[DueDayOut(day=day, due=n) for day, n in d.coming],
         weakest=[tm(m) for m in d.weakest],
         reports=[ReportStatusOut(id=r.report.id, question=r.slug, status=r.report.status,
                                  note=r.report.note) for r in d.reports],

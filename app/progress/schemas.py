@@ -13,8 +13,9 @@ class TopicMasteryOut(BaseModel):
     title: str
     questions: int
     seen: int
-    recall: float = Field(description="FSRS's mean predicted recall over the topic's questions "
-                                      "(unseen counted as 0), 0..1.")
+    recall: float = Field(description="Mastery, 0..1: the mean over the topic's questions of "
+                                      "FSRS's predicted recall where the last answer was "
+                                      "recalled (0 after a miss, and for unseen questions).")
 
 
 class WeekOut(BaseModel):
@@ -25,7 +26,31 @@ class WeekOut(BaseModel):
 
 class DueDayOut(BaseModel):
     day: date
-    due: int = Field(description="Cards falling due that day (today includes the overdue).")
+    due: int = Field(description="Cards falling due that day after now (today: later today; "
+                                 "the cards due now are `due_now`).")
+
+
+class TodayOut(BaseModel):
+    due_now: int = Field(description="Cards due now: what the Review page serves and the "
+                                     "header counts.")
+    later_today: int = Field(description="Cards falling due later today (UTC), not due yet.")
+    new_today: int | None = Field(description="The plan's new questions today (null without "
+                                              "an interview date).")
+    answered_today: int
+    daily_goal: int = Field(description="Answers to aim for today: the plan's day, or 10.")
+    streak: int = Field(description="Days in a row with an answer, up to today.")
+
+
+class TopicRowOut(BaseModel):
+    slug: str
+    title: str
+    round: Literal["ddp", "large-model", "incident", "design"]
+    questions: int
+    seen: int
+    now: float = Field(description="Mastery now, 0..1 (as `mastery[].recall`).")
+    due: int = Field(description="Cards of the topic due now.")
+    on_date: float | None = Field(description="Mastery on the interview date if you stop now.")
+    planned: float | None = Field(description="Mastery on the interview date with the plan.")
 
 
 class ReportStatusOut(BaseModel):
@@ -56,6 +81,9 @@ class ForecastOut(BaseModel):
 
 class DashboardOut(BaseModel):
     now: datetime
+    today: TodayOut
+    due_now: int = Field(description="Cards due now (the same as today.due_now).")
+    topics: list[TopicRowOut]
     mastery: list[TopicMasteryOut]
     weeks: list[WeekOut]
     days_practised: dict[str, int] = Field(description="Answers per day (ISO date).")

@@ -1,9 +1,12 @@
-"""The progress dashboard's numbers and the readiness forecast (docs/readiness.md).
+"""The progress dashboard's numbers, today's panel and the readiness forecast
+(docs/readiness.md).
 
-Mastery of a topic is FSRS's predicted recall averaged over the topic's published questions,
-an unseen question counting as 0. The forecast is the same average at the learner's interview
-date; the plan simulates FSRS forward, day by day, assuming each scheduled review is recalled
-(Good), and counts the reviews and new questions each day needs.
+Mastery of a topic is the mean over its published questions of each question's mastery
+(app/review/service.py holds the one definition: FSRS's predicted recall if the last review
+recalled it, else 0; unseen questions count 0). The forecast is the same mean at the
+learner's interview date; the plan simulates FSRS forward, day by day, assuming each
+scheduled review is recalled (Good), and counts the reviews and new questions each day
+needs. Its first day's reviews are exactly the cards due now.
 
 Every function takes the time (`now`) from the one clock (app/clock.py).
 """
@@ -24,11 +27,15 @@ from app.db import utcnow
 from app.errors import InvalidInput
 from app.progress.models import LearnerGoal
 from app.questions.models import STATUS_PUBLISHED, Question, Topic
+from app.questions.schema import ROUND_TITLES, ROUNDS
+from app.questions.service import get_published, revision_doc
 from app.quizzes.models import Attempt
 from app.quizzes.service import ensure_learner
 from app.reports import service as reports
 from app.review import service as review
-from app.review.models import ReviewCard
+from app.verify import service as verify
+from app.verify.engine.result import RunResult
+from app.verify.models import PRIORITY_SHARED, RUN_DONE, Run
 
 # The readiness target when the learner sets none: FSRS's own desired retention.
 DEFAULT_TARGET = 0.9
@@ -63,21 +70,6 @@ class WeekAccuracy:
         return self.correct / self.attempts if self.attempts else None
 
 
-@dataclass
-class Dashboard:
-    now: datetime
-    mastery: list[TopicMastery]
-    weeks: list[WeekAccuracy]
-    days: dict[date, int]  # attempts per day over the heatmap's weeks
-    heatmap_start: date
-    due_by_day: list[tuple[date, int]]
-    weakest: list[TopicMastery]
-    reports: list[reports.ReportRow]
-    goal: LearnerGoal | None
-    forecast: Forecast | None
-    total_attempts: int = 0
-
-
 def _published(db_session: Session) -> tuple[dict[int, str], list[Topic]]:
     qs = dict(db_session.execute(select(Question.id, Question.topic)
                                  .where(Question.status == STATUS_PUBLISHED)).all())
@@ -86,35 +78,13 @@ def _published(db_session: Session) -> tuple[dict[int, str], list[Topic]]:
     return qs, topics
 
 
-@dataclass
-class LightCard:
-    """A card's question, due date and FSRS state, parsed once (None if never reviewed)."""
-
-    question_id: int
-    due: datetime
-    fsrs: Card | None
-    # The learner's own scheduler (their fitted weights, if any: review.scheduler_for).
-    scheduler: Scheduler = field(default_factory=lambda: review.SCHEDULER)
-
-    def recall(self, at: datetime) -> float:
-        if self.fsrs is None:
-            return 0.0
-        return float(self.scheduler.get_card_retrievability(self.fsrs, at))
-
-
-def _cards(db_session: Session, learner_id: str) -> list[LightCard]:
-    # Columns, not ORM objects: the dashboard reads hundreds of cards on every visit.
-    scheduler = review.scheduler_for(db_session=db_session, learner_id=learner_id)
-    rows = db_session.execute(select(ReviewCard.question_id, ReviewCard.due, ReviewCard.card,
-                                     ReviewCard.last_review)
-                              .where(ReviewCard.learner_id == learner_id))
-    return [LightCard(qid, due, Card.from_dict(card) if card and last is not None else None,
-                      scheduler)
-            for qid, due, card, last in rows]
+def _cards(db_session: Session, learner_id: str) -> list[review.CardState]:
+    return review.card_states(db_session=db_session, learner_id=learner_id)
 
 
 def _mastery(topics: list[Topic], questions: dict[int, str],
              recall: dict[int, float]) -> list[TopicMastery]:
+    """Per topic, the mean of `recall` (each question's mastery) with unseen questions as 0."""
     by_topic: dict[str, list[int]] = defaultdict(list)
     for qid, topic in questions.items():
         by_topic[topic].append(qid)
@@ -201,7 +171,7 @@ def interview_moment(d: date) -> datetime:
 
 
 def forecast(*, db_session: Session, learner_id: str, interview_date: date, target: float,
-             now: datetime, cards: list[LightCard] | None = None,
+             now: datetime, cards: list[review.CardState] | None = None,
              questions: dict[int, str] | None = None, topics: list[Topic] | None = None,
              with_plan: bool = True) -> Forecast:
     """Per topic, FSRS's predicted recall at the interview (unseen questions count as 0), and
@@ -213,7 +183,7 @@ def forecast(*, db_session: Session, learner_id: str, interview_date: date, targ
         cards = _cards(db_session, learner_id)
     at = interview_moment(interview_date)
     live = {c.question_id: c for c in cards if c.question_id in questions}
-    recall_at = {qid: c.recall(at) for qid, c in live.items()}
+    recall_at = {qid: c.mastery(at) for qid, c in live.items()}
     before = _mastery(topics, questions, recall_at)
     if not with_plan:
         return Forecast(interview_date, at, target, [
@@ -226,36 +196,49 @@ def forecast(*, db_session: Session, learner_id: str, interview_date: date, targ
         for b, a in zip(before, after, strict=True)], plan)
 
 
-def _plan(live: dict[int, LightCard], questions: dict[int, str], before: list[TopicMastery],
-          target: float, now: datetime, at: datetime,
-          sched: Scheduler) -> tuple[list[PlanDay], dict[int, float]]:
-    """Simulate FSRS (the learner's scheduler: their weights and retention) from `now` to `at`:
-    every card is reviewed (Good) on the study day it falls due, every unseen question of a
-    topic below target is introduced (spread evenly over the days, the last day kept for
-    reviews), and on the last day any card still
-    predicted below target at the interview gets one more review. Returns the days and each
-    question's predicted recall at the interview under the plan."""
-    days = max(0, min(MAX_PLAN_DAYS, math.ceil((at - now).total_seconds() / 86400)))
-    if days == 0:
-        return [], {qid: c.recall(at) for qid, c in live.items()}
-    moments = [now + timedelta(days=k) for k in range(days)]
+def _unseen_plan(live: dict[int, review.CardState], questions: dict[int, str],
+                 before: list[TopicMastery], target: float, days: int) -> tuple[list[int], int, int]:
+    """The questions the plan introduces (never-reviewed cards first, then the unseen
+    questions of topics below target, weakest topic first), the number of days it spreads
+    them over (all but the last), and how many a day."""
     weak = {t.slug for t in before if t.recall < target}
-    # Weakest topics' unseen questions first.
     order = {t.slug: i for i, t in enumerate(sorted(before, key=lambda t: t.recall))}
     unseen = sorted((qid for qid, topic in questions.items() if qid not in live and topic in weak),
                     key=lambda q: (order.get(questions[q], 0), q))
     intro_days = max(1, days - 1) if days > 1 else 1
     per_day = math.ceil(len(unseen) / intro_days) if unseen else 0
-    sim: dict[int, Card] = {qid: c.fsrs for qid, c in live.items() if c.fsrs is not None}
-    never_reviewed = [qid for qid, c in live.items() if c.fsrs is None]
-    unseen = never_reviewed + unseen
+    return unseen, intro_days, per_day
+
+
+def plan_days(now: datetime, at: datetime) -> int:
+    """How many study days the plan has from `now` to the interview moment `at`."""
+    return max(0, min(MAX_PLAN_DAYS, math.ceil((at - now).total_seconds() / 86400)))
+
+
+def _plan(live: dict[int, review.CardState], questions: dict[int, str], before: list[TopicMastery],
+          target: float, now: datetime, at: datetime,
+          sched: Scheduler) -> tuple[list[PlanDay], dict[int, float]]:
+    """Simulate FSRS (the learner's scheduler: their weights and retention) from `now` to `at`:
+    on each study day (now, then every 24 hours) every card due by then is reviewed (Good),
+    so the first day's reviews are the cards due now; the
+    unseen questions of topics below target are introduced, spread evenly over the days (the
+    last day kept for reviews); and on the last day any card still predicted below target
+    at the interview gets one more review. Returns the days and each question's predicted
+    recall at the interview under the plan."""
+    days = plan_days(now, at)
+    if days == 0:
+        return [], {qid: c.mastery(at) for qid, c in live.items()}
+    moments = [now + timedelta(days=k) for k in range(days)]
+    unseen, intro_days, per_day = _unseen_plan(live, questions, before, target, days)
+    # A card with no FSRS state yet (never reviewed) starts from a fresh one, due when it is.
+    sim: dict[int, Card] = {qid: c.fsrs if c.fsrs is not None else Card(card_id=qid, due=c.due)
+                            for qid, c in live.items()}
     plan: list[PlanDay] = []
     for k, m in enumerate(moments):
-        horizon = moments[k + 1] if k + 1 < days else at
         reviews = 0
         last = k == days - 1
         for qid, card in sim.items():
-            due = card.due < horizon
+            due = review.is_due(due=card.due, now=m)
             if not due and last:
                 due = sched.get_card_retrievability(card, at) < target
             if due:
@@ -293,6 +276,210 @@ def _answers_by_day(db_session: Session, learner_id: str,
             for d, c, n in rows]
 
 
+@dataclass
+class TopicRow:
+    """One row of the dashboard's topic table: a topic's numbers, all from one definition."""
+
+    slug: str
+    title: str
+    round: str
+    questions: int
+    seen: int
+    now: float  # mastery now
+    due: int  # cards due now
+    on_date: float | None = None  # mastery at the interview if the learner stops now
+    planned: float | None = None  # mastery at the interview if the learner follows the plan
+
+
+@dataclass
+class RoundRow:
+    """A round's mastery: the mean over all of its topics' questions, unseen as 0."""
+
+    slug: str
+    title: str
+    questions: int
+    seen: int
+    now: float
+    on_date: float | None = None
+    planned: float | None = None
+
+
+@dataclass
+class Today:
+    """What to do now: the home page's and the dashboard's first panel."""
+
+    now: datetime
+    due_now: int
+    later_today: int
+    answered_today: int
+    streak: int  # days in a row with an answer, up to today (or yesterday, if none yet today)
+    goal: LearnerGoal | None
+    new_today: int | None  # the plan's new questions today (None without an interview date)
+    weakest: list[TopicMastery]
+    answered_ever: bool
+
+    @property
+    def newcomer(self) -> bool:
+        return not self.answered_ever and self.due_now == 0
+
+    @property
+    def daily_goal(self) -> int:
+        """Today's answers to aim for: the plan's day, or DAILY_GOAL without a plan."""
+        if self.new_today is None:
+            return DAILY_GOAL
+        return max(1, self.due_now + self.new_today)
+
+    @property
+    def interview_date(self) -> date | None:
+        return self.goal.interview_date if self.goal is not None else None
+
+    @property
+    def start(self) -> str:
+        """What the one Start button does: review the due cards, else learn something new."""
+        return "review" if self.due_now else "new"
+
+
+# Answers a day to aim for when no interview date sets the pace: about 20 minutes.
+DAILY_GOAL = 10
+# The streak is counted over at most this many days back.
+STREAK_DAYS = 366
+
+
+def _streak(days: set[date], today: date) -> int:
+    """Consecutive days with an answer ending today, or ending yesterday while today is open."""
+    d = today if today in days else today - timedelta(days=1)
+    n = 0
+    while d in days:
+        n += 1
+        d -= timedelta(days=1)
+    return n
+
+
+def _end_of_day(now: datetime) -> datetime:
+    return datetime.combine(now.date() + timedelta(days=1), time(0, tzinfo=UTC))
+
+
+def _streak_since(now: datetime) -> datetime:
+    return datetime.combine(now.date() - timedelta(days=STREAK_DAYS), time(0, tzinfo=UTC))
+
+
+def _today(db_session: Session, learner_id: str, now: datetime, live: list[review.CardState],
+           mastery: list[TopicMastery], goal: LearnerGoal | None, new_today: int | None,
+           per_day: dict[date, int]) -> Today:
+    """Today's panel from numbers the caller has read already (`per_day`: answers per day
+    since at least STREAK_DAYS ago)."""
+    today = now.date()
+    answered_ever = bool(per_day) or db_session.scalar(
+        select(Attempt.id).where(Attempt.learner_id == learner_id).limit(1)) is not None
+    end = _end_of_day(now)
+    return Today(
+        now=now, due_now=sum(1 for c in live if c.is_due(now)),
+        later_today=sum(1 for c in live if not c.is_due(now) and c.due < end),
+        answered_today=per_day.get(today, 0),
+        streak=_streak({d for d, n in per_day.items() if n}, today), goal=goal,
+        new_today=new_today, weakest=sorted(mastery, key=lambda m: (m.recall, m.title))[:3],
+        answered_ever=answered_ever)
+
+
+def _per_day(db_session: Session, learner_id: str, since: datetime) -> dict[date, int]:
+    per_day: dict[date, int] = defaultdict(int)
+    for day, _correct, n in _answers_by_day(db_session, learner_id, since):
+        per_day[day] += n
+    return dict(per_day)
+
+
+def _active_goal(goal: LearnerGoal | None, today: date) -> LearnerGoal | None:
+    if goal is None or goal.interview_date is None or goal.interview_date < today:
+        return None
+    return goal
+
+
+def _new_today(live: dict[int, review.CardState], questions: dict[int, str],
+               topics: list[Topic], goal: LearnerGoal, now: datetime,
+               before: list[TopicMastery] | None = None) -> int:
+    """The plan's new questions for today, without simulating it (the same rule as _plan);
+    `before` is the forecast's mastery at the interview when the caller has it."""
+    at = interview_moment(goal.interview_date) if goal.interview_date else now
+    days = plan_days(now, at)
+    if days == 0:
+        return 0
+    if before is None:
+        before = _mastery(topics, questions, {qid: c.mastery(at) for qid, c in live.items()})
+    unseen, _intro_days, per_day = _unseen_plan(live, questions, before, goal.target, days)
+    return min(per_day, len(unseen))
+
+
+def today(*, db_session: Session, learner_id: str, now: datetime) -> Today:
+    """What the learner should do now: cards due, the plan's day, the streak, the daily goal."""
+    questions, topics = _published(db_session)
+    live = [c for c in _cards(db_session, learner_id) if c.question_id in questions]
+    mastery = _mastery(topics, questions, {c.question_id: c.mastery(now) for c in live})
+    goal = _active_goal(get_goal(db_session=db_session, learner_id=learner_id), now.date())
+    new = (_new_today({c.question_id: c for c in live}, questions, topics, goal, now)
+           if goal is not None else None)
+    return _today(db_session, learner_id, now, live, mastery, goal, new,
+                  _per_day(db_session, learner_id, _streak_since(now)))
+
+
+def topic_rows(mastery: list[TopicMastery], topics: list[Topic], due: dict[str, int],
+               fc: Forecast | None) -> list[TopicRow]:
+    """The topic table: mastery now, the cards due now, and with a forecast its two columns."""
+    rounds = {t.slug: t.round for t in topics}
+    by_slug = {t.slug: t for t in fc.topics} if fc is not None else {}
+    rows = []
+    for m in mastery:
+        f = by_slug.get(m.slug)
+        rows.append(TopicRow(m.slug, m.title, rounds.get(m.slug, "ddp"), m.questions, m.seen,
+                             m.recall, due.get(m.slug, 0), f.recall if f else None,
+                             f.planned if f else None))
+    return rows
+
+
+def round_rows(rows: list[TopicRow]) -> list[RoundRow]:
+    """The topic rows summed up per round (weighted by questions, as a topic's are)."""
+    out = []
+    for r in ROUNDS:
+        mine = [t for t in rows if t.round == r]
+        if not mine:
+            continue
+        n = sum(t.questions for t in mine)
+
+        def mean(values: list[float | None], mine: list[TopicRow] = mine, n: int = n) -> float | None:
+            if any(v is None for v in values):
+                return None
+            return sum(float(v) * t.questions for v, t in zip(values, mine, strict=True)
+                       if v is not None) / n
+        out.append(RoundRow(r, ROUND_TITLES[r], n, sum(t.seen for t in mine),
+                            mean([t.now for t in mine]) or 0.0,
+                            mean([t.on_date for t in mine]), mean([t.planned for t in mine])))
+    return out
+
+
+@dataclass
+class Dashboard:
+    now: datetime
+    today: Today
+    rows: list[TopicRow]
+    rounds: list[RoundRow]
+    mastery: list[TopicMastery]
+    weeks: list[WeekAccuracy]
+    days: dict[date, int]  # attempts per day over the heatmap's weeks
+    heatmap_start: date
+    coming: list[tuple[date, int]]  # cards falling due after now, per day (today = later today)
+    reports: list[reports.ReportRow]
+    goal: LearnerGoal | None
+    forecast: Forecast | None
+    total_attempts: int = 0
+
+    @property
+    def weakest(self) -> list[TopicMastery]:
+        return self.today.weakest
+
+    @property
+    def due_now(self) -> int:
+        return self.today.due_now
+
+
 def dashboard(*, db_session: Session, learner_id: str, now: datetime,
               with_plan: bool = True) -> Dashboard:
     """Everything the progress dashboard shows, for the learner at `now` (the page loads the
@@ -300,18 +487,23 @@ def dashboard(*, db_session: Session, learner_id: str, now: datetime,
     questions, topics = _published(db_session)
     cards = _cards(db_session, learner_id)
     live = [c for c in cards if c.question_id in questions]
-    recall_now = {c.question_id: c.recall(now) for c in live}
-    mastery = _mastery(topics, questions, recall_now)
+    mastery = _mastery(topics, questions, {c.question_id: c.mastery(now) for c in live})
 
     today = now.date()
     heat_start = _monday(today) - timedelta(weeks=WEEKS_OF_HEATMAP - 1)
     acc_start = _monday(today) - timedelta(weeks=WEEKS_OF_ACCURACY - 1)
-    since = datetime.combine(min(heat_start, acc_start), time(0, tzinfo=UTC))
+    # One read of the answers per day serves the heatmap, the weeks and the streak.
+    since = min(datetime.combine(min(heat_start, acc_start), time(0, tzinfo=UTC)),
+                _streak_since(now))
     weeks = {acc_start + timedelta(weeks=i): WeekAccuracy(acc_start + timedelta(weeks=i), 0, 0)
              for i in range(WEEKS_OF_ACCURACY)}
     days: dict[date, int] = defaultdict(int)
+    every_day: dict[date, int] = defaultdict(int)
     total = 0
     for day, correct, n in _answers_by_day(db_session, learner_id, since):
+        every_day[day] += n
+        if day < heat_start:
+            continue
         total += n
         days[day] += n
         w = weeks.get(_monday(day))
@@ -319,21 +511,143 @@ def dashboard(*, db_session: Session, learner_id: str, now: datetime,
             w.attempts += n
             w.correct += n if correct else 0
 
-    # Calendar days from midnight UTC; today's count includes everything overdue.
-    per_day = review.due_per_day(db_session=db_session, learner_id=learner_id,
-                                 start=datetime.combine(today, time(0, tzinfo=UTC)),
-                                 days=DUE_DAYS)
-    due_by_day = [(today + timedelta(days=i), n) for i, n in enumerate(per_day)]
+    # What comes due after now, by calendar day (UTC): today's count is "later today".
+    midnight = datetime.combine(today, time(0, tzinfo=UTC))
+    coming = [0] * DUE_DAYS
+    for c in live:
+        if not c.is_due(now) and c.due < midnight + timedelta(days=DUE_DAYS):
+            coming[(c.due - midnight) // timedelta(days=1)] += 1
+    due_by_topic: dict[str, int] = defaultdict(int)
+    for c in live:
+        if c.is_due(now):
+            due_by_topic[questions[c.question_id]] += 1
 
     goal = get_goal(db_session=db_session, learner_id=learner_id)
+    active = _active_goal(goal, today)
     fc = None
-    if goal is not None and goal.interview_date is not None and goal.interview_date >= today:
+    new_today = None
+    if active is not None and active.interview_date is not None:
         fc = forecast(db_session=db_session, learner_id=learner_id,
-                      interview_date=goal.interview_date, target=goal.target, now=now,
+                      interview_date=active.interview_date, target=active.target, now=now,
                       cards=cards, questions=questions, topics=topics, with_plan=with_plan)
+        new_today = (fc.plan[0].new if fc.plan else 0) if with_plan else _new_today(
+            {c.question_id: c for c in live}, questions, topics, active, now,
+            before=[TopicMastery(t.slug, t.title, t.questions, t.seen, t.recall)
+                    for t in fc.topics])
+    rows = topic_rows(mastery, topics, due_by_topic, fc)
     return Dashboard(
-        now=now, mastery=mastery, weeks=list(weeks.values()), days=dict(days),
-        heatmap_start=heat_start, due_by_day=due_by_day,
-        weakest=sorted(mastery, key=lambda m: (m.recall, m.title))[:3],
+        now=now, today=_today(db_session, learner_id, now, live, mastery, active, new_today,
+                              dict(every_day)),
+        rows=rows, rounds=round_rows(rows), mastery=mastery, weeks=list(weeks.values()),
+        days=dict(days), heatmap_start=heat_start,
+        coming=[(today + timedelta(days=i), n) for i, n in enumerate(coming)],
         reports=reports.my_reports(db_session=db_session, learner_id=learner_id),
         goal=goal, forecast=fc, total_attempts=total)
+
+
+@dataclass
+class TopicTable:
+    """The dashboard's topic table on its own: what the plan's fragment replaces it with."""
+
+    rows: list[TopicRow]
+    forecast: Forecast | None
+
+
+def topic_table(*, db_session: Session, learner_id: str, now: datetime) -> TopicTable:
+    """The topic table with the plan's column (the forecast simulated forward), and no more
+    of the dashboard than that."""
+    questions, topics = _published(db_session)
+    cards = _cards(db_session, learner_id)
+    live = [c for c in cards if c.question_id in questions]
+    mastery = _mastery(topics, questions, {c.question_id: c.mastery(now) for c in live})
+    due: dict[str, int] = defaultdict(int)
+    for c in live:
+        if c.is_due(now):
+            due[questions[c.question_id]] += 1
+    goal = _active_goal(get_goal(db_session=db_session, learner_id=learner_id), now.date())
+    fc = None
+    if goal is not None and goal.interview_date is not None:
+        fc = forecast(db_session=db_session, learner_id=learner_id, interview_date=goal.interview_date,
+                      target=goal.target, now=now, cards=cards, questions=questions, topics=topics)
+    return TopicTable(topic_rows(mastery, topics, due, fc), fc)
+
+
+def mastery_by_topic(*, db_session: Session, learner_id: str, now: datetime) -> dict[str, float]:
+    """Each topic's mastery now (the one definition; unseen questions count 0)."""
+    questions, topics = _published(db_session)
+    live = [c for c in _cards(db_session, learner_id) if c.question_id in questions]
+    return {m.slug: m.recall for m in
+            _mastery(topics, questions, {c.question_id: c.mastery(now) for c in live})}
+
+
+# The newcomer's example of Verify ---------------------------------------------------------
+
+# The question the home page shows a newcomer, measured (DDP's averaged gradient, the first
+# fact of the DDP round), with what to read in its values. Any other published question's
+# cached run stands in without a reading.
+EXAMPLES = {
+    "averaged-gradient-two-ranks": (
+        "Two ranks feed different inputs to one model. The gradient comes out equal on both "
+        "ranks and the loss does not: DDP averages gradients in backward and leaves the "
+        "forward pass alone."),
+}
+
+
+@dataclass
+class VerifyExample:
+    """A question and what a real, cached run of its snippet measured."""
+
+    slug: str
+    title: str
+    run_id: int
+    result: RunResult
+    reading: str = ""
+
+    @property
+    def value_rows(self) -> list[tuple[str, list[Any], bool]]:
+        """(name, value per rank, the same on every rank) for each reported value."""
+        names: list[str] = []
+        for r in self.result.ranks:
+            names += [n for n in r.values if n not in names]
+        rows = []
+        for n in names:
+            vals = [r.values.get(n) for r in self.result.ranks]
+            rows.append((n, vals, all(v == vals[0] for v in vals)))
+        return rows
+
+
+def _cached_default_run(db_session: Session, question: Question) -> Run | None:
+    if question.current_revision is None:
+        return None
+    doc = revision_doc(question.current_revision)
+    if doc.verify is None or doc.snippet_text is None or doc.is_exercise or doc.variables:
+        return None
+    torch_v, harness_v = verify.engine_versions()
+    req = verify.request_for(doc, None, torch_version=torch_v, harness_version=harness_v)
+    run = verify.find_live(db_session=db_session, key=req.key)
+    return run if run is not None and run.status == RUN_DONE else None
+
+
+def verify_example(*, db_session: Session) -> VerifyExample | None:
+    """A measured answer to show a newcomer: an EXAMPLES question's cached run with the default knobs,
+    else the latest finished shared run of a published question's current revision (None
+    when nothing has run yet: the page never starts a run for it)."""
+    for slug, reading in EXAMPLES.items():
+        question = get_published(db_session=db_session, slug=slug)
+        run = _cached_default_run(db_session, question) if question is not None else None
+        if question is not None and run is not None:
+            result = verify.result_of(run)
+            if result is not None and result.outcome == "ok":
+                return VerifyExample(question.slug, question.title, run.id, result, reading)
+    row = db_session.execute(
+        select(Run, Question).join(Question, Question.current_revision_id == Run.question_revision_id)
+        .where(Run.status == RUN_DONE, Run.priority == PRIORITY_SHARED, Run.live.is_(True),
+               Question.status == STATUS_PUBLISHED, Question.type != "exercise")
+        .order_by(Run.finished_at.desc()).limit(1)).first()
+    if row is None:
+        return None
+    run, question = row
+    result = verify.result_of(run)
+    if result is None or result.outcome != "ok" or not any(r.values for r in result.ranks):
+        return None
+    return VerifyExample(question.slug, question.title, run.id, result)

@@ -1,5 +1,5 @@
-"""The progress dashboard: mastery per topic, accuracy, days practised, and with an interview
-date the readiness forecast and its day-by-day plan."""
+"""The progress dashboard: today's panel, one topic table (mastery now, on the interview date,
+with the plan, due) with one chart by round, accuracy and days practised."""
 
 from __future__ import annotations
 
@@ -20,12 +20,24 @@ router = APIRouter(include_in_schema=False)
 
 def charts(d: progress.Dashboard) -> dict[str, Any]:
     """The dashboard's SVG charts, drawn from its numbers."""
+    f = d.forecast
+    if f is None:
+        desc = ("Mastery now per interview round: the mean over the round's questions of FSRS's "
+                "predicted recall where the last answer was right (0 otherwise, and for unseen "
+                "questions). The topic table below lists the same numbers per topic.")
+        bars = [Bar(r.title, r.now) for r in d.rounds]
+    elif any(r.planned is not None for r in d.rounds):
+        desc = (f"Mastery per interview round now (the bars) and, marked on each bar, on "
+                f"{f.interview_date.isoformat()} if you follow the plan; the dashed line is your "
+                "target. The topic table below lists the same numbers per topic.")
+        bars = [Bar(r.title, r.now, r.planned, "with the plan") for r in d.rounds]
+    else:
+        desc = ("Mastery per interview round now; the dashed line is your target. The topic "
+                "table below lists the same numbers per topic, with the plan's once it loads.")
+        bars = [Bar(r.title, r.now) for r in d.rounds]
     out: dict[str, Any] = {
-        "mastery_chart": bar_chart(
-            [Bar(m.title, m.recall) for m in d.mastery], svg_id="mastery",
-            title="Mastery by topic",
-            desc="FSRS's predicted recall today, averaged over each topic's questions "
-                 "(unseen questions count as 0). The table below lists the same numbers."),
+        "rounds_chart": bar_chart(bars, svg_id="rounds", title="Readiness by round", desc=desc,
+                                  target=f.target if f is not None else None),
         "accuracy_chart": line_chart(
             [(w.week.strftime("%d %b"), w.accuracy) for w in d.weeks], svg_id="accuracy",
             title="Accuracy per week",
@@ -36,15 +48,14 @@ def charts(d: progress.Dashboard) -> dict[str, Any]:
                            desc="One square per day, a column per week, darker for more answers "
                                 "that day. The table below lists the days with answers."),
     }
-    if d.forecast is not None:
-        out["forecast_chart"] = bar_chart(
-            [Bar(t.title, t.recall) for t in d.forecast.topics], svg_id="forecast",
-            target=d.forecast.target,
-            title=f"Predicted recall on {d.forecast.interview_date.isoformat()}",
-            desc="FSRS's predicted recall per topic on your interview date if you stop "
-                 "practising now; the dashed line is your target. The table below lists "
-                 "the same numbers.")
     return out
+
+
+def _page(request: Request, d: progress.Dashboard, mocks: Any, **extra: Any) -> Response:
+    return templates.TemplateResponse(request, "progress/dashboard.html", {
+        "d": d, "t": d.today, **charts(d), "mocks": mocks,
+        "default_target": progress.DEFAULT_TARGET, **extra},
+        status_code=422 if "goal_error" in extra else 200)
 
 
 @router.get("/dashboard")
@@ -52,9 +63,7 @@ def dashboard_page(request: Request, db_session: SessionDep, learner_id: Current
                    clock: ClockDep) -> Response:
     d = progress.dashboard(db_session=db_session, learner_id=learner_id, now=clock.now(),
                            with_plan=False)
-    return templates.TemplateResponse(request, "progress/dashboard.html", {
-        "d": d, **charts(d), "mocks": mock.recent(db_session=db_session, learner_id=learner_id),
-        "default_target": progress.DEFAULT_TARGET})
+    return _page(request, d, mock.recent(db_session=db_session, learner_id=learner_id))
 
 
 @router.post("/dashboard/goal")
@@ -74,25 +83,20 @@ def set_goal(request: Request, form: FormDep, db_session: SessionDep,
             "Give the date as YYYY-MM-DD and the target as a percentage."
         d = progress.dashboard(db_session=db_session, learner_id=learner_id, now=clock.now(),
                                with_plan=False)
-        return templates.TemplateResponse(request, "progress/dashboard.html", {
-            "d": d, **charts(d), "mocks": mock.recent(db_session=db_session, learner_id=learner_id),
-            "default_target": progress.DEFAULT_TARGET, "goal_error": msg}, status_code=422)
+        return _page(request, d, mock.recent(db_session=db_session, learner_id=learner_id),
+                     goal_error=msg)
     return RedirectResponse("/dashboard#readiness", status_code=303)
 
 
 @router.get("/dashboard/plan")
 def plan_page(request: Request, db_session: SessionDep, learner_id: CurrentLearner,
               clock: ClockDep) -> Response:
-    """The day-by-day plan to the interview: a fragment the dashboard loads after itself
-    (it simulates FSRS forward, so the dashboard does not wait for it), or a page of its own."""
-    now = clock.now()
-    goal = progress.get_goal(db_session=db_session, learner_id=learner_id)
-    fc = None
-    if goal is not None and goal.interview_date is not None and goal.interview_date >= now.date():
-        fc = progress.forecast(db_session=db_session, learner_id=learner_id,
-                               interview_date=goal.interview_date, target=goal.target, now=now)
-    name = "progress/_plan.html" if is_htmx(request) else "progress/plan.html"
-    return templates.TemplateResponse(request, name, {"f": fc})
+    """The topic table with the plan's column and the day-by-day plan: a fragment that
+    replaces the dashboard's table once loaded (the plan simulates FSRS forward, so the
+    dashboard does not wait for it), or a page of its own."""
+    d = progress.topic_table(db_session=db_session, learner_id=learner_id, now=clock.now())
+    name = "progress/_topics.html" if is_htmx(request) else "progress/plan.html"
+    return templates.TemplateResponse(request, name, {"d": d, "with_plan": True})
 
 
 @router.get("/dashboard/readiness")

@@ -23,6 +23,8 @@ class Topic(Base):
     description: Mapped[str] = mapped_column(Text, default="")
     position: Mapped[int] = mapped_column(default=100)
     group: Mapped[str] = mapped_column(String(80), default="", server_default="")
+    # schema.TopicDoc.round: ddp, large-model, incident or design.
+    round: Mapped[str] = mapped_column(String(16), default="ddp", server_default="ddp")
 
 
 class Question(Base):

@@ -59,6 +59,12 @@ QUESTION_TYPES: tuple[str, ...] = get_args(QuestionType)
 # and cases and talk-throughs wait for pages of their own (app.quizzes.grading grades them).
 QUIZ_TYPES: tuple[str, ...] = ("single", "multi", "numeric", "trace")
 AnswerFormat = Literal["single", "multi", "numeric"]
+# The interview rounds a topic belongs to, in the order the home page lists them, with the
+# names a candidate knows them by.
+TopicRound = Literal["ddp", "large-model", "incident", "design"]
+ROUNDS: tuple[str, ...] = get_args(TopicRound)
+ROUND_TITLES = {"ddp": "The DDP round", "large-model": "The large-model round",
+                "incident": "The incident round", "design": "The design round"}
 PartType = Literal["single", "multi", "numeric"]
 # A knob value is JSON: a scalar, or a (nested) list such as per-rank batch sizes.
 KnobValue = bool | int | float | str | list[Any]
@@ -991,6 +997,9 @@ class TopicDoc(Strict):
     position: int = 100
     # The heading the home page lists the topic under; topics without one come last.
     group: str = Field(default="", max_length=80)
+    # The interview round a candidate would meet the topic in: the home page and the quiz
+    # builder list topics by round first, then by group.
+    round: TopicRound = "ddp"
 
 
 def _in_variant(exp: Expectation, verify: VerifyBlock) -> bool:

@@ -15,7 +15,7 @@ from app.questions.models import (
     QuestionRevision,
     Topic,
 )
-from app.questions.schema import QuestionDoc, TopicDoc
+from app.questions.schema import ROUND_TITLES, ROUNDS, QuestionDoc, TopicDoc
 
 
 @dataclass
@@ -196,15 +196,15 @@ def denormalise(question: Question, doc: QuestionDoc) -> None:
 
 
 def upsert_topic(*, db_session: Session, slug: str, topic: TopicDoc) -> Topic:
-    """Create or update a topic's title, description, position and group."""
+    """Create or update a topic's title, description, position, group and round."""
     row = db_session.get(Topic, slug)
     if row is None:
         row = Topic(slug=slug, title=topic.title, description=topic.description,
-                    position=topic.position, group=topic.group)
+                    position=topic.position, group=topic.group, round=topic.round)
         db_session.add(row)
     else:
         row.title, row.description, row.position = topic.title, topic.description, topic.position
-        row.group = topic.group
+        row.group, row.round = topic.group, topic.round
     db_session.flush()
     return row
 
@@ -257,8 +257,9 @@ def import_bank(*, db_session: Session, bank: Bank, retire_missing: bool = True)
 def export_bank(*, db_session: Session) -> tuple[list[QuestionDoc], dict[str, TopicDoc]]:
     """The current revision of every question that is not retired, and every topic."""
     topics = {
-        t.slug: TopicDoc(title=t.title, description=t.description, position=t.position,
-                         group=t.group)
+        t.slug: TopicDoc.model_validate({"title": t.title, "description": t.description,
+                                         "position": t.position, "group": t.group,
+                                         "round": t.round})
         for t in db_session.scalars(select(Topic).order_by(Topic.position, Topic.slug))
     }
     docs = []
@@ -389,6 +390,33 @@ def topic_groups(summaries: list[TopicSummary]) -> list[TopicGroup]:
         title = s.topic.group or UNGROUPED
         groups.setdefault(title, TopicGroup(title, [])).topics.append(s)
     return sorted(groups.values(), key=lambda g: g.title == UNGROUPED)
+
+
+@dataclass
+class RoundGroups:
+    """One interview round's topics, under their group headings."""
+
+    slug: str
+    title: str
+    groups: list[TopicGroup]
+
+    @property
+    def count(self) -> int:
+        return sum(g.count for g in self.groups)
+
+    @property
+    def topics(self) -> list[TopicSummary]:
+        return [t for g in self.groups for t in g.topics]
+
+
+def topic_rounds(summaries: list[TopicSummary]) -> list[RoundGroups]:
+    """Topic summaries by interview round (in ROUNDS order), then under their group headings;
+    a round without a published topic is left out."""
+    by_round: dict[str, list[TopicSummary]] = {}
+    for s in summaries:
+        by_round.setdefault(s.topic.round if s.topic.round in ROUNDS else ROUNDS[0], []).append(s)
+    return [RoundGroups(r, ROUND_TITLES[r], topic_groups(by_round[r]))
+            for r in ROUNDS if r in by_round]
 
 
 def get_topic(*, db_session: Session, slug: str) -> Topic | None:

@@ -151,12 +151,15 @@ def start_quiz(
     count: int,
     types: list[str] | None = None,
     rng: random.Random | None = None,
+    only: set[int] | None = None,
 ) -> Quiz:
-    """A new quiz of up to `count` random published questions (of these formats, if given),
-    pinned to their current revisions."""
+    """A new quiz of up to `count` random published questions (of these formats, if given;
+    of these question ids, if `only`), pinned to their current revisions."""
     ensure_learner(db_session=db_session, learner_id=learner_id)
     pool = list_published(db_session=db_session, topics=topics or None, difficulty=difficulty,
                           types=types or None)
+    if only is not None:
+        pool = [q for q in pool if q.id in only]
     # An exercise is answered by running code on its own page, not by a quiz's answer form.
     pool = [q for q in pool if q.type != "exercise"]
     if not pool:
@@ -647,6 +650,17 @@ def quiz_summary(*, db_session: Session, quiz: Quiz) -> QuizSummary:
         per_topic=sorted(per.values(), key=lambda t: t.topic),
         elapsed_ms=int((end - quiz.started_at).total_seconds() * 1000),
     )
+
+
+def retry_misses(*, db_session: Session, quiz: Quiz) -> Quiz:
+    """A new quiz of the questions this quiz's learner missed in it (wrong, partly right or
+    unanswered) that are still published; NoQuestions if there are none."""
+    views = [item_view(db_session=db_session, item=i) for i in quiz_items(db_session=db_session, quiz=quiz)]
+    missed = {v.question.id for v in views if v.attempt is None or not v.attempt.correct}
+    if not missed:
+        raise NoQuestions("Nothing was missed in this quiz.")
+    return start_quiz(db_session=db_session, learner_id=quiz.learner_id, topics=[],
+                      difficulty=None, count=len(missed), only=missed)
 
 
 def has_answered(*, db_session: Session, learner_id: str, question_id: int) -> bool:

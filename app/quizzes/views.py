@@ -15,6 +15,7 @@ from app.deps import (
     ClockDep,
     CurrentLearner,
     FormDep,
+    OptionalUser,
     SessionDep,
     SettingsDep,
     WriteSessionDep,
@@ -24,7 +25,7 @@ from app.deps import (
 )
 from app.errors import InvalidInput, NotFound, RateLimited
 from app.questions import service as questions_service
-from app.questions.schema import QUESTION_TYPES, QuestionDoc
+from app.questions.schema import QUESTION_TYPES, QUIZ_TYPES, QuestionDoc
 from app.quizzes import service
 from app.quizzes.grading import InvalidAnswer
 from app.quizzes.models import Quiz, QuizItem
@@ -45,6 +46,7 @@ from app.quizzes.presenting import (
     step_context,
     topic_nav,
 )
+from app.review import service as review
 from app.settings import Settings
 from app.templating import templates
 from app.verify import access, knobs
@@ -153,7 +155,14 @@ def start_quiz(
     request: Request, form: FormDep, db_session: SessionDep, learner_id: CurrentLearner, _: CSRF
 ) -> Response:
     topics = [t for t in form.getlist("topics") if isinstance(t, str) and t]
-    known = {s.topic.slug for s in questions_service.topic_summaries(db_session=db_session)}
+    summaries = questions_service.topic_summaries(db_session=db_session)
+    known = {s.topic.slug for s in summaries}
+    # A round's own button (name="round") asks for every topic of that round.
+    if isinstance(chosen := form.get("round"), str) and chosen:
+        rounds = {r.slug: r for r in questions_service.topic_rounds(summaries)}
+        if chosen not in rounds:
+            raise InvalidInput(f"Unknown round: {chosen}", loc=("round",))
+        topics = [t.topic.slug for t in rounds[chosen].topics]
     unknown = [t for t in topics if t not in known]
     if unknown:
         raise InvalidInput(f"Unknown topic: {', '.join(unknown)}", loc=("topics",))
@@ -167,11 +176,10 @@ def start_quiz(
                                   difficulty=difficulty, count=count or DEFAULT_QUIZ_LENGTH,
                                   types=types)
     except service.NoQuestions:
-        # The home page again, with the learner's choices kept and the reason on the form.
-        summaries = questions_service.topic_summaries(db_session=db_session)
-        return templates.TemplateResponse(request, "questions/home.html", {
-            "summaries": summaries, "groups": questions_service.topic_groups(summaries),
-            "total": sum(s.count for s in summaries), "types": QUESTION_TYPES,
+        # The quiz builder again, with the learner's choices kept and the reason on the form.
+        return templates.TemplateResponse(request, "questions/topics.html", {
+            "summaries": summaries, "rounds": questions_service.topic_rounds(summaries),
+            "total": sum(s.count for s in summaries), "types": QUIZ_TYPES,
             "quiz_error": "No published question matches those topics, difficulty and formats; "
                           "tick more topics or formats, or pick another difficulty.",
             "picked": {"topics": topics, "difficulty": difficulty, "types": types,
@@ -222,11 +230,27 @@ def quiz_resume(quiz_id: str, db_session: SessionDep, learner_id: CurrentLearner
 
 @router.get("/quizzes/{quiz_id}/summary")
 def quiz_summary(
-    request: Request, quiz_id: str, db_session: WriteSessionDep, learner_id: CurrentLearner
+    request: Request, quiz_id: str, db_session: WriteSessionDep, learner_id: CurrentLearner,
+    user: OptionalUser, clock: ClockDep,
 ) -> Response:
     quiz = _quiz_or_404(db_session, quiz_id, learner_id)
     summary = service.quiz_summary(db_session=db_session, quiz=quiz)
-    return templates.TemplateResponse(request, "quizzes/summary.html", {"s": summary})
+    # The way on from here: retry the misses, review what is due, keep the history.
+    return templates.TemplateResponse(request, "quizzes/summary.html", {
+        "s": summary, "signed_in": user is not None,
+        "due_now": review.due_count(db_session=db_session, learner_id=learner_id, now=clock.now())})
+
+
+@router.post("/quizzes/{quiz_id}/retry")
+def quiz_retry(quiz_id: str, db_session: SessionDep, learner_id: CurrentLearner,
+               _: CSRF) -> Response:
+    """A new quiz of what this one missed."""
+    quiz = _quiz_or_404(db_session, quiz_id, learner_id)
+    try:
+        retry = service.retry_misses(db_session=db_session, quiz=quiz)
+    except service.NoQuestions:
+        return RedirectResponse(f"/quizzes/{quiz.id}/summary", status_code=303)
+    return RedirectResponse(f"/quizzes/{retry.id}/1", status_code=303)
 
 
 @router.get("/quizzes/{quiz_id}/{position}")

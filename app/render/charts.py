@@ -2,8 +2,8 @@
 
 Like svg.py, each takes plain data and returns markup with a <title> and <desc>; the
 templates put a table beside every chart as its text fallback. The charts are drawn
-360 units wide, about a phone's width, so their text stays readable at 390 px and
-scales up on a desktop.
+320 units wide, a little less than the room a card leaves at 390 px, so on a phone they
+are drawn at least at their own scale and their 12-unit text stays 12 CSS px or more.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from html import escape
 
 from markupsafe import Markup
 
-W = 360
+W = 320
 PAD = 8
 
 
@@ -35,6 +35,9 @@ def _pct(v: float) -> str:
 class Bar:
     label: str
     value: float  # 0..1
+    # A second value drawn as a tick on the bar (the readiness with the plan), and its name.
+    mark: float | None = None
+    mark_name: str = ""
 
 
 BAR_H = 14
@@ -51,12 +54,17 @@ def bar_chart(bars: list[Bar], *, title: str, desc: str, svg_id: str,
     for i, b in enumerate(bars):
         y = PAD + i * ROW_H
         v = min(max(b.value, 0.0), 1.0)
-        parts.append(f'<g class="bar"><title>{escape(b.label)}: {_pct(v)}</title>')
+        extra = f"; {b.mark_name} {_pct(b.mark)}" if b.mark is not None else ""
+        parts.append(f'<g class="bar"><title>{escape(b.label)}: {_pct(v)}{escape(extra)}</title>')
         parts.append(f'<text x="{PAD}" y="{y + 11}" class="bar-label">{escape(b.label)}</text>')
         parts.append(f'<rect x="{PAD}" y="{y + 15}" width="{inner}" height="{BAR_H}" rx="2" '
                      f'class="bar-track" fill="#eef0f4"/>')
         parts.append(f'<rect x="{PAD}" y="{y + 15}" width="{inner * v:.1f}" height="{BAR_H}" rx="2" '
                      f'class="bar-fill" fill="#3b6fd8"/>')
+        if b.mark is not None:
+            mx = PAD + inner * min(max(b.mark, 0.0), 1.0)
+            parts.append(f'<rect x="{mx - 1.5:.1f}" y="{y + 12}" width="3" height="{BAR_H + 6}" '
+                         f'class="bar-mark" fill="#1d2330"/>')
         parts.append(f'<text x="{W - PAD}" y="{y + 26}" text-anchor="end" class="bar-value">'
                      f'{_pct(v)}</text></g>')
     if target is not None:
@@ -74,7 +82,7 @@ def line_chart(points: list[tuple[str, float | None]], *, title: str, desc: str,
     """A line through fractions (0..1) at evenly spaced labelled points; a point with no value
     (no attempts that week) breaks the line rather than pretending to be 0."""
     height = 170
-    left, right, top, bottom = 34, W - PAD, PAD + 4, height - 28
+    left, right, top, bottom = 40, W - PAD, PAD + 4, height - 28
     n = max(1, len(points) - 1)
 
     def x(i: int) -> float:
@@ -108,13 +116,19 @@ def line_chart(points: list[tuple[str, float | None]], *, title: str, desc: str,
         if point is not None:
             parts.append(f'<g class="point"><title>{escape(label)}: {_pct(point)}</title>'
                          f'<circle cx="{x(i):.1f}" cy="{y(point):.1f}" r="3.5" fill="#3b6fd8"/></g>')
-        if i % step == 0 or i == len(points) - 1:
-            parts.append(f'<text x="{x(i):.1f}" y="{height - 10}" text-anchor="middle" '
+        last = len(points) - 1
+        # Every step-th label and the last one, unless the two would run into each other.
+        if (i % step == 0 and last - i >= step) or i == last:
+            # The first and last labels hang inwards: centred on the edge they were cut off.
+            anchor = "start" if i == 0 else "end" if i == len(points) - 1 else "middle"
+            parts.append(f'<text x="{x(i):.1f}" y="{height - 10}" text-anchor="{anchor}" '
                          f'class="tick">{escape(label)}</text>')
     parts.append("</svg>")
     return Markup("".join(parts))
 
 
+# Room for the weekday names (Mon, Wed, Fri at 12 px) left of the squares.
+DAY_LABEL_W = 32
 HEAT_COLOURS = ("#eef0f4", "#c6dbf7", "#8fb3ee", "#3b6fd8", "#1e4aa8")
 
 
@@ -130,7 +144,7 @@ def heatmap(counts: dict[date, int], start: date, end: date, *, title: str, desc
     """A calendar of days practised: a column per week (from the Monday `start`), a row per
     weekday, each square shaded by the number of answers that day."""
     weeks = (end - start).days // 7 + 1
-    cell = min(18.0, (W - 2 * PAD - 24) / weeks)
+    cell = min(18.0, (W - 2 * PAD - DAY_LABEL_W) / weeks)
     height = PAD * 2 + 7 * cell + 16
     parts = _head(svg_id, "heatmap", height, title, desc)
     for row, name in ((0, "Mon"), (2, "Wed"), (4, "Fri")):
@@ -140,7 +154,7 @@ def heatmap(counts: dict[date, int], start: date, end: date, *, title: str, desc
     while d <= end:
         col, row = (d - start).days // 7, d.weekday()
         n = counts.get(d, 0)
-        parts.append(f'<rect x="{PAD + 24 + col * cell:.1f}" y="{PAD + row * cell:.1f}" '
+        parts.append(f'<rect x="{PAD + DAY_LABEL_W + col * cell:.1f}" y="{PAD + row * cell:.1f}" '
                      f'width="{cell - 2:.1f}" height="{cell - 2:.1f}" rx="2" '
                      f'fill="{HEAT_COLOURS[heat_level(n)]}" class="day l{heat_level(n)}" '
                      f'data-date="{d.isoformat()}"><title>{d.isoformat()}: {n} answer'
@@ -150,7 +164,7 @@ def heatmap(counts: dict[date, int], start: date, end: date, *, title: str, desc
     last_month = None
     for i, monday in enumerate(first_months):
         if monday.month != last_month and i < weeks - 1:
-            parts.append(f'<text x="{PAD + 24 + i * cell:.1f}" y="{height - 4}" class="tick">'
+            parts.append(f'<text x="{PAD + DAY_LABEL_W + i * cell:.1f}" y="{height - 4}" class="tick">'
                          f'{monday.strftime("%b")}</text>')
             last_month = monday.month
     parts.append("</svg>")

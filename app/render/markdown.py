@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
+from html import escape
 
 import bleach
 from markdown_it import MarkdownIt
@@ -76,3 +78,14 @@ def pygments_css() -> str:
 
 
 __all__ = ["PythonLexer", "highlight_code", "pygments_css", "render_inline", "render_markdown"]
+
+
+# Where a long measured value (JSON, a tensor, a path) may break onto the next line: after
+# these, so `{"join":false}` never splits inside a word.
+_BREAK_AFTER = re.compile(r"([,:;/=\]\)}])")
+
+
+def breakable(text: object) -> Markup:
+    """The text, escaped, with line-break opportunities after separators only."""
+    return Markup("<wbr>".join(escape(part) for part in _BREAK_AFTER.sub("\\1\0", str(text))
+                               .split("\0")))

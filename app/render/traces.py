@@ -36,11 +36,20 @@ def static_rank_picture(trace: RankEventsTrace, svg_id: str = "trace-ranks") -> 
     lanes = [Lane(label=col) for col in trace.columns]
     for i, step in enumerate(trace.steps):
         for lane, cell in zip(lanes, step.cells, strict=True):
-            lane.spans.append(Span(i + 0.04, i + 0.96, "user", label=cell, title=f"step {step.step}: {cell}"))
+            lane.spans.append(Span(i + 0.04, i + 0.96, "user", label=cell,
+                                   title=f"{_step_name(step.step)}: {cell}"))
     desc = " ".join(
-        f"Step {s.step}: " + "; ".join(f"{c}: {cell}" for c, cell in zip(trace.columns, s.cells, strict=True))
+        f"{_step_name(s.step).capitalize()}: "
+        + "; ".join(f"{c}: {cell}" for c, cell in zip(trace.columns, s.cells, strict=True))
         + "." for s in trace.steps
     )
     return timeline_svg(lanes, float(len(trace.steps)), title=trace.caption or "Per-rank trace",
                         desc=desc, unit="step", svg_id=svg_id,
-                        axis_labels=[(i + 0.5, f"step {s.step}") for i, s in enumerate(trace.steps)])
+                        axis_labels=[(i + 0.5, _step_name(s.step)) for i, s in enumerate(trace.steps)])
+
+
+def _step_name(step: object) -> str:
+    """The axis label of a step: "step 2" for a number, the bank's own words otherwise (a
+    step already called "step 1" is not "step step 1")."""
+    text = str(step)
+    return text if text.lower().startswith("step") or not text.isdigit() else f"step {text}"

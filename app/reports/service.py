@@ -115,6 +115,8 @@ class InboxGroup:
     slug: str
     title: str
     reports: list[ProblemReport] = field(default_factory=list)
+    # Each report's revision as History numbers it (#1, #2), never its database id.
+    revision_numbers: dict[int, int] = field(default_factory=dict)
 
     @property
     def count(self) -> int:
@@ -131,6 +133,13 @@ def inbox(*, db_session: Session) -> list[InboxGroup]:
     for row in _rows(db_session, stmt):
         qid = row.report.question_id
         groups.setdefault(qid, InboxGroup(qid, row.slug, row.title)).reports.append(row.report)
+    revision_ids = {r.revision_id for g in groups.values() for r in g.reports if r.revision_id}
+    numbers = dict(db_session.execute(select(QuestionRevision.id, QuestionRevision.number)
+                                      .where(QuestionRevision.id.in_(revision_ids))).all()) \
+        if revision_ids else {}
+    for g in groups.values():
+        g.revision_numbers = {r.id: numbers[r.revision_id] for r in g.reports
+                              if r.revision_id in numbers}
     return sorted(groups.values(), key=lambda g: (-g.count, g.slug))
 
 
@@ -159,3 +168,29 @@ def handle_report(*, db_session: Session, report_id: int, user: User, status: st
     accounts.audit(db_session=db_session, user=user, action=f"report.{status}",
                    target=str(report.id), detail={"question_id": report.question_id})
     return report
+
+
+def reopen_report(*, db_session: Session, report_id: int, user: User) -> ProblemReport:
+    """Undo a resolve or decline: the report is open again, its note kept for the next try.
+    Audited."""
+    report = db_session.get(ProblemReport, report_id)
+    if report is None:
+        raise NotFound(f"No report {report_id}.")
+    if report.status == REPORT_OPEN:
+        return report
+    was = report.status
+    report.status = REPORT_OPEN
+    report.handled_by = None
+    report.handled_at = None
+    db_session.flush()
+    accounts.audit(db_session=db_session, user=user, action="report.reopen",
+                   target=str(report.id), detail={"question_id": report.question_id, "was": was})
+    return report
+
+
+def get_report_row(*, db_session: Session, report_id: int) -> ReportRow | None:
+    """A report with its question's slug and title (for the inbox's confirmation)."""
+    rows = _rows(db_session, select(ProblemReport, Question.slug, Question.title)
+                 .join(Question, Question.id == ProblemReport.question_id)
+                 .where(ProblemReport.id == report_id))
+    return rows[0] if rows else None

@@ -87,9 +87,16 @@ def _flags(db_session: SessionDep, user: AuthorUser) -> dict[str, Any]:
 
 
 @inbox.get("")
-def inbox_page(request: Request, db_session: SessionDep, user: AuthorUser) -> Response:
+def inbox_page(request: Request, db_session: SessionDep, user: AuthorUser,
+               done: str = "") -> Response:
+    """Open reports by question; after resolving or declining one, what was done, with Undo."""
+    handled = None
+    if done.isdigit() and len(done) < 10:
+        handled = reports.get_report_row(db_session=db_session, report_id=int(done))
+        if handled is not None and handled.report.status == reports.REPORT_OPEN:
+            handled = None
     return templates.TemplateResponse(request, "reports/inbox.html", {
-        "user": user, "groups": reports.inbox(db_session=db_session)})
+        "user": user, "groups": reports.inbox(db_session=db_session), "handled": handled})
 
 
 @inbox.get("/flags")
@@ -113,7 +120,14 @@ def handle_report(
         return templates.TemplateResponse(request, "reports/inbox.html", {
             "user": user, "groups": reports.inbox(db_session=db_session), "error": str(exc)},
             status_code=422)
-    return RedirectResponse("/author/reports", status_code=303)
+    return RedirectResponse(f"/author/reports?done={report_id}", status_code=303)
+
+
+@inbox.post("/{report_id}/reopen")
+def reopen_report(report_id: int, db_session: SessionDep, user: AuthorUser, _: CSRF) -> Response:
+    """Undo: the report is open again."""
+    reports.reopen_report(db_session=db_session, report_id=report_id, user=user)
+    return RedirectResponse(f"/author/reports#report-{report_id}", status_code=303)
 
 
 router.include_router(inbox)

@@ -9,7 +9,7 @@ The rating mapping is documented in docs/review.md; `rating_for` is the whole of
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 from typing import Any
@@ -194,12 +194,32 @@ def retrievability_by_question(*, db_session: Session, learner_id: str,
     return {c.question_id: retrievability(card=c, at=at, scheduler=scheduler) for c in cards}
 
 
-def _due_query(learner_id: str, now: datetime) -> Any:
+# The one definition of the learning loop's three numbers. Every page, the header's badge,
+# the plan and the API read them from here (tests/learning/test_numbers_agree.py):
+# - due: a card is due once its due time has come, `due <= now`; the Review page serves
+#   exactly these cards, and a card falling due later today is not due yet;
+# - recall: FSRS's predicted probability of remembering the card at a moment;
+# - mastery of a question: its recall, if the card's last review recalled it (any rating but
+#   Again), else 0; a topic's mastery is the mean over its published questions, unseen ones
+#   counting 0. Right after a wrong answer FSRS's recall is still near 1 (the card was just
+#   seen), so recall alone would call a topic answered 2 out of 5 mastered.
+
+
+def is_due(*, due: datetime, now: datetime) -> bool:
+    """A card is due once its due time has come."""
+    return due <= now
+
+
+def _due_where(learner_id: str, now: datetime) -> tuple[Any, ...]:
     # Retired (or unpublished) questions leave the queue; their cards stay for the record.
+    return (ReviewCard.learner_id == learner_id, ReviewCard.due <= now,
+            Question.status == STATUS_PUBLISHED)
+
+
+def _due_query(learner_id: str, now: datetime) -> Any:
     return (select(ReviewCard, Question)
             .join(Question, Question.id == ReviewCard.question_id)
-            .where(ReviewCard.learner_id == learner_id, ReviewCard.due <= now,
-                   Question.status == STATUS_PUBLISHED))
+            .where(*_due_where(learner_id, now)))
 
 
 @dataclass
@@ -220,8 +240,7 @@ def due_count(*, db_session: Session, learner_id: str, now: datetime) -> int:
     """How many of the learner's cards are due at `now` (published questions only)."""
     stmt = (select(func.count()).select_from(ReviewCard)
             .join(Question, Question.id == ReviewCard.question_id)
-            .where(ReviewCard.learner_id == learner_id, ReviewCard.due <= now,
-                   Question.status == STATUS_PUBLISHED))
+            .where(*_due_where(learner_id, now)))
     return int(db_session.scalar(stmt) or 0)
 
 
@@ -235,10 +254,16 @@ def next_due(*, db_session: Session, learner_id: str, now: datetime) -> datetime
     return db_session.scalar(stmt)
 
 
+def card_due(*, db_session: Session, learner_id: str, question_id: int) -> datetime | None:
+    """When the learner's card for this question comes back (None if there is no card)."""
+    return db_session.scalar(select(ReviewCard.due).where(ReviewCard.learner_id == learner_id,
+                                                          ReviewCard.question_id == question_id))
+
+
 def due_per_day(*, db_session: Session, learner_id: str, start: datetime,
                 days: int) -> list[int]:
     """How many cards (of published questions) fall due on each of `days` days from `start`:
-    the first day counts everything already overdue too, as the Review page would show it."""
+    the first day counts everything already overdue too."""
     stmt = (select(ReviewCard.due).join(Question, Question.id == ReviewCard.question_id)
             .where(ReviewCard.learner_id == learner_id, Question.status == STATUS_PUBLISHED,
                    ReviewCard.due < start + timedelta(days=days)))
@@ -246,6 +271,55 @@ def due_per_day(*, db_session: Session, learner_id: str, start: datetime,
     for due in db_session.scalars(stmt):
         counts[max(0, (due - start) // timedelta(days=1))] += 1
     return counts
+
+
+@dataclass
+class CardState:
+    """A card's question, due time, FSRS state (None if never reviewed) and last rating."""
+
+    question_id: int
+    due: datetime
+    fsrs: Card | None
+    last_rating: int | None
+    # The learner's own scheduler (their fitted weights and retention: scheduler_for).
+    scheduler: Scheduler = field(default_factory=lambda: SCHEDULER)
+
+    def recall(self, at: datetime) -> float:
+        """FSRS's predicted recall at `at`, by the learner's scheduler."""
+        if self.fsrs is None:
+            return 0.0
+        return float(self.scheduler.get_card_retrievability(self.fsrs, at))
+
+    @property
+    def recalled_last(self) -> bool:
+        """The last review recalled it (wrong answers and right guesses are rated Again); a
+        card with no review log to say otherwise counts as recalled."""
+        return self.last_rating != int(Rating.Again)
+
+    def mastery(self, at: datetime) -> float:
+        """What the question adds to its topic's mastery at `at` (the rule above)."""
+        return self.recall(at) if self.recalled_last else 0.0
+
+    def is_due(self, now: datetime) -> bool:
+        return is_due(due=self.due, now=now)
+
+
+def card_states(*, db_session: Session, learner_id: str) -> list[CardState]:
+    """Every card of the learner, parsed once, with the rating of its last review."""
+    # Columns, not ORM objects: the dashboard reads hundreds of cards on every visit. The
+    # last rating of each card is one grouped read of the learner's logs (the newest log of
+    # a card has the largest id: logs are only ever appended).
+    latest = (select(func.max(ReviewLog.id)).where(ReviewLog.learner_id == learner_id)
+              .group_by(ReviewLog.card_id))
+    ratings = dict(db_session.execute(select(ReviewLog.card_id, ReviewLog.rating)
+                                      .where(ReviewLog.id.in_(latest))).all())
+    rows = db_session.execute(select(ReviewCard.id, ReviewCard.question_id, ReviewCard.due,
+                                     ReviewCard.card, ReviewCard.last_review)
+                              .where(ReviewCard.learner_id == learner_id))
+    scheduler = scheduler_for(db_session=db_session, learner_id=learner_id)
+    return [CardState(qid, due, Card.from_dict(card) if card and reviewed is not None else None,
+                      ratings.get(card_id), scheduler)
+            for card_id, qid, due, card, reviewed in rows]
 
 
 def learner_cards(*, db_session: Session, learner_id: str) -> list[ReviewCard]:

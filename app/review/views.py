@@ -74,16 +74,22 @@ def review_answer(
     if variant is None:
         variant = shown_variant(db_session, question, learner_id)
     part, raw, token = read_submission(form, question, variant)
+    now = clock.now()
     done = answer_standalone(db_session=db_session, question=question, learner_id=learner_id,
                              raw=raw, token=token, confidence=form.get("confidence"),
-                             now=clock.now(), variant=variant, part=part)
+                             now=now, variant=variant, part=part)
     ctx = {"question": question, "action": f"/review/{slug}/answer",
            "revision_id": question.revision_id, "report_action": f"/questions/{slug}/report",
            **topic_nav(db_session, question), "next_url": "/review", "due_count": None,
-           "answer_first": True, **done.ctx}
+           "answer_first": True, **done.ctx,
+           # When this card comes back, and what is left: the page never leaves it unsaid.
+           "now": now,
+           "comes_back": review.card_due(db_session=db_session, learner_id=learner_id,
+                                         question_id=question.id),
+           "still_due": review.due_count(db_session=db_session, learner_id=learner_id, now=now)}
     if is_htmx(request):
         ctx["oob_panel"] = True
-        return templates.TemplateResponse(request, "quizzes/_answer_area.html", ctx,
+        return templates.TemplateResponse(request, "review/_answered.html", ctx,
                                           status_code=done.status,
                                           headers=ANSWERED if done.status == 200 and done.graded
                                           else None)

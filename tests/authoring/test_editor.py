@@ -210,3 +210,45 @@ def test_list_filters_by_topic_status_tag_difficulty_text_and_verification(
     page = parse(author_client.get("/author"))
     assert page.select_one("tr[data-slug=mine-one] a")["href"] == "/author/questions/mine-one"
     assert page.select_one("tr[data-slug=fixture-single] a") is None
+
+
+def test_the_editor_shows_only_the_fields_of_the_questions_type(author_client: TestClient) -> None:
+    assert create_question(author_client, "one-answer").status_code == 303
+    page = parse(author_client.get("/author/questions/one-answer"))
+
+    def shown(selector: str) -> bool:
+        el = page.select_one(selector)
+        assert el is not None, selector
+        return not el.has_attr("hidden")
+
+    assert shown(".answer-choices") and not shown(".answer-number")
+    assert not shown(".exercise-fields") and not shown("[data-for-types=trace]")
+    # Hidden fields are still in the form (they post their values: switching type and back
+    # loses nothing), and a numeric question shows the number instead of the choices.
+    assert page.select_one(".exercise-fields textarea[name=solution]") is not None
+    made = create_question(author_client, "a-number", type="numeric", answer_value="3",
+                           choice_text=["", "", "", ""], choice_correct=[], snippet="",
+                           expect="", knobs="")
+    assert made.status_code == 303, made.text
+    page = parse(author_client.get("/author/questions/a-number"))
+    assert shown(".answer-number") and not shown(".answer-choices")
+
+
+def test_the_question_list_pages_fifty_at_a_time_and_keeps_its_filters(
+    author_client: TestClient, client: TestClient,
+) -> None:
+    from app.authoring.views import PAGE_SIZE
+
+    for i in range(PAGE_SIZE + 1):
+        assert create_question(author_client, f"paged-{i:02d}", tags="paged").status_code == 303
+    first = parse(author_client.get("/author"))
+    assert len(first.select("tr[data-slug]")) == PAGE_SIZE
+    assert "of 56" in first.select_one(".list-count").get_text()  # and the fixture bank's 5
+    nxt = first.select_one(".pager a[rel=next]")["href"]
+    second = parse(author_client.get(nxt))
+    assert len(second.select("tr[data-slug]")) == 6
+    assert second.select_one(".pager a[rel=prev]") is not None
+    # A filter narrows the pages and the links keep it.
+    tagged = parse(author_client.get("/author?tag=paged"))
+    assert tagged.select_one(".pager a[rel=next]")["href"] == "/author?tag=paged&page=2"
+    assert parse(author_client.get("/author?tag=paged&page=99")).select("tr[data-slug]")

@@ -59,10 +59,12 @@ def test_changing_only_the_key_closes_the_gate_with_the_reason(
     gate = _verify_and_gate(author_client, "bound", session_factory, settings)
     # Every measured check still passes ...
     assert [tr["data-state"] for tr in gate.select("tr[data-state]")] == ["passed"]
-    # ... but the key disagrees with them, and the panel says where.
-    problems = _problems(gate)
-    assert any("supports choice b, but the key marks it wrong" in p for p in problems), problems
-    assert any("rules out choice c, but the key marks it right" in p for p in problems), problems
+    # ... but the key disagrees with them: one item, in words, with the fix to click.
+    assert _problems(gate) == [
+        "The key ticks C, but the run says otherwise: “mean on every rank” (expectation 1) "
+        "supports B and rules out C. Tick B, or change the expectation. Tick B"]
+    assert "expect[" not in gate.get_text()
+    assert text(gate.select_one("form.fix-key button")) == "Tick B"
     assert gate.select_one("form.publish-form button").has_attr("disabled")
     refused = _publish(author_client, "bound")
     assert refused.status_code == 409
@@ -79,7 +81,8 @@ def test_changing_only_an_expectation_closes_the_gate(
     assert save_editor(author_client, "bound", expect=BOUND_TO_C).status_code == 303
     gate = _verify_and_gate(author_client, "bound", session_factory, settings)
     problems = _problems(gate)
-    assert any("supports choice c, but the key marks it wrong" in p for p in problems), problems
+    assert problems[0].startswith("The key ticks B, but the run says otherwise: “mean on every "
+                                  "rank” (expectation 1) supports C and rules out B. Tick C"), problems
     assert _publish(author_client, "bound").status_code == 409
 
 
@@ -105,8 +108,10 @@ def test_the_editor_shows_binding_problems_after_save_and_in_the_preview(
     assert editor.select(".binding-problems") == []
     assert save_editor(author_client, "bound", choice_correct="2").status_code == 303
     editor = parse(author_client.get("/author/questions/bound?saved=1"))
-    problems = [text(li) for li in editor.select(".binding-problems li")]
-    assert any("supports choice b, but the key marks it wrong" in p for p in problems), problems
+    # Said once, in the publish gate (loaded under the form), never twice on one page.
+    assert editor.select(".binding-problems") == []
+    gate = parse_fragment(author_client.get("/author/questions/bound/gate"))
+    assert len(gate.select(".binding-problems li")) == 1
 
     # The learner preview of the unsaved form says the same.
     data = editor_data(editor, choice_correct="1")
@@ -116,8 +121,9 @@ def test_the_editor_shows_binding_problems_after_save_and_in_the_preview(
     data = editor_data(editor, choice_correct="0")
     preview = parse_fragment(author_client.post("/author/preview/question", data=data,
                                                 headers=htmx(editor)))
-    assert any("rules out choice a, but the key marks it right" in text(li)
-               for li in preview.select(".binding-problems li"))
+    assert [text(li) for li in preview.select(".binding-problems li")] == [
+        "The key ticks A, but the run says otherwise: “mean on every rank” (expectation 1) "
+        "supports B and rules out A. Tick B, or change the expectation."]
 
 
 def test_explained_choices_survive_the_editor_and_satisfy_the_gate(
@@ -181,3 +187,21 @@ def test_after_a_key_change_the_learner_sees_the_new_key_everywhere(
     graded = parse(submit_answer(learner2, "/questions/bound", "c", htmx=False))
     assert graded.select_one("section.graded.right") is not None
     assert [li.select_one(".key").get_text() for li in graded.select("li.correct")] == ["c"]
+
+
+def test_the_gates_one_click_fix_ticks_the_measured_choice_and_the_gate_opens(
+    author_client: TestClient, session_factory: sessionmaker[Session], settings: Settings
+) -> None:
+    _published_bound(author_client, "bound", session_factory, settings)
+    assert save_editor(author_client, "bound", choice_correct="2").status_code == 303
+    gate = _verify_and_gate(author_client, "bound", session_factory, settings)
+    action, hidden = form_fields(gate, "form.fix-key")
+    fixed = author_client.post(action, data=hidden, follow_redirects=False)
+    assert fixed.status_code == 303 and fixed.headers["location"].endswith("?saved=fixed")
+    assert "Answer key fixed" in text(parse(author_client.get(fixed.headers["location"])))
+    gate = _verify_and_gate(author_client, "bound", session_factory, settings)
+    assert _problems(gate) == []
+    assert not gate.select_one("form.publish-form button").has_attr("disabled")
+    # The same button again (a stale page) changes nothing.
+    again = author_client.post(action, data=hidden, follow_redirects=False)
+    assert again.status_code == 409

@@ -62,6 +62,13 @@ def test_run_the_starter_see_it_fail_then_fix_it_and_every_visible_check_passes(
     assert "Diagnosis" in page.locator(".diagnosis").inner_text()
     assert page.locator("tr[data-check=visible][data-passed=false]").count() >= 1
     assert page.locator(".hidden-count").inner_text() == "0 of 1 hidden checks pass."
+    # One headline, in words that add up: the visible and hidden checks that fail.
+    head = page.locator("#submission .result-headline")
+    failing = page.locator("tr[data-check=visible][data-passed=false]").count()
+    assert head.inner_text() == (f"✗ {failing + 1} checks fail: {failing} you can see below "
+                                 "and 1 hidden.")
+    # The result is where the keyboard and the screen are: focused and scrolled to.
+    assert page.evaluate("document.activeElement.classList.contains('result-headline')")
     shot(page, "exercise-starter-fails")
 
     _replace_code_with_keyboard(page, FIX)
@@ -73,8 +80,16 @@ def test_run_the_starter_see_it_fail_then_fix_it_and_every_visible_check_passes(
     assert rows.count() == 2
     assert all(r.get_attribute("data-passed") == "true" for r in rows.all())
     assert page.locator(".hidden-count").inner_text() == "1 of 1 hidden checks pass."
-    assert "saved to your progress" in page.locator("#submission .verdict").inner_text()
+    assert page.locator("#submission .result-headline").inner_text() == (
+        "✓ Passed: every check passes, hidden ones too.")
+    # Passing is not a dead end: why it works, and the next exercise.
+    assert page.locator("#submission .solved-next .explanation").inner_text().strip()
+    assert page.locator("#submission .next-exercise a[href^='/exercises/']").count() == 1
     shot(page, "exercise-fixed-passes")
+    # After a reload the exercise is marked solved and opens on the passing code.
+    page.reload()
+    assert "solved" in page.locator(".solved-mark").inner_text()
+    assert page.evaluate("document.querySelector('.CodeMirror').CodeMirror.getValue()") == FIX
 
 
 def test_reset_to_starter_and_hints_work_from_the_keyboard(page: Any) -> None:

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from app.progress.service import interview_moment
+from tests.browser.layout import assert_svg_text, assert_tap_targets
 from tests.browser.test_learning_browser import (  # noqa: F401  (a fixture, used by name)
     _no_sideways_scroll,
     learning_server,
@@ -88,7 +89,13 @@ def test_a_short_mock_interview_to_its_report_then_the_dashboard_and_forecast(
     assert page.locator(".guessing-wrong").inner_text() == "100%"
     assert page.locator("article.miss").count() == 3  # two wrong, one not counted
     assert page.locator("#mock-topics > title").count() == 1
+    # The calibration sentence is read from these answers: "sure" right half the time.
+    assert page.locator(".calibration-verdict").get_attribute("data-kind") == "over"
+    # Score, calibration and misses first; per-topic detail folded below.
+    assert not page.locator("#mock-topics").is_visible()
     _no_sideways_scroll(page)
+    if width == 390:
+        assert_tap_targets(page)
     shot(page, f"mock-report{suffix}")
     # Printed, the report is just the report: no site header, buttons or share controls.
     page.emulate_media(media="print")
@@ -116,14 +123,15 @@ def test_a_short_mock_interview_to_its_report_then_the_dashboard_and_forecast(
     page.locator("input[name=interview_date]").fill(when.isoformat())
     page.get_by_role("button", name="Save").click()
     page.wait_for_url("**/dashboard#readiness")
-    assert page.locator("svg#forecast").count() == 1
-    assert page.locator("table.forecast tbody tr").count() == 2
-    page.locator("#plan table.plan").wait_for()
+    assert page.locator("svg#rounds").count() == 1
+    # One topic table; its plan column and the plan (folded) load after the page.
+    page.locator("#topic-table:not([hx-get]) table.plan").wait_for(state="attached")
+    assert page.locator("table.topics-progress tbody tr").count() == 2
     # One row a day from the server's now (moved 11 minutes on) to 09:00 UTC on the date.
     server_now = datetime.now(UTC) + timedelta(seconds=11 * 60)
     days = math.ceil((interview_moment(when) - server_now).total_seconds() / 86400)
     assert page.locator("#plan table.plan tbody tr").count() == days
-    for chart in ("mastery", "accuracy", "heatmap", "forecast"):
+    for chart in ("rounds", "accuracy", "heatmap"):
         svg = page.locator(f"svg#{chart}")
         assert svg.locator(":scope > title").count() == 1 and svg.locator(":scope > desc").count() == 1
         assert svg.bounding_box()["width"] <= width
@@ -131,7 +139,13 @@ def test_a_short_mock_interview_to_its_report_then_the_dashboard_and_forecast(
     shot(page, f"dashboard{suffix}")
     shot(page.locator("section.readiness"), f"readiness{suffix}")
 
-    # "Practise these" starts a quiz on the weakest topics.
-    page.get_by_role("button", name="Practise these").click()
-    page.wait_for_url(re.compile(r"/quizzes/[0-9a-f-]+/1$"))
+    if width == 390:
+        assert_tap_targets(page)
+    assert_svg_text(page)
+    # Start reviews the misses the interview just scheduled (due a minute after it ended).
+    due = int(page.locator(".due-now").get_attribute("data-due-now"))
+    assert due >= 1 and page.locator(".start-today").inner_text().startswith("Start: review")
+    page.locator(".start-today").click()
+    page.wait_for_url("**/review")
+    assert page.locator(".review-status").inner_text() == f"{due} due for review"
     context.close()

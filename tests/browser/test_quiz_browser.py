@@ -32,8 +32,8 @@ def _slug(page: Any) -> str:
 
 
 def test_a_quiz_in_chromium_swaps_each_graded_answer_in_and_ends_in_the_summary(page: Any) -> None:
-    page.goto("/")
-    assert page.locator("table.topics tbody tr").count() == 2
+    page.goto("/topics")
+    assert page.locator("ul.topic-picks li").count() == 2
     page.locator("form.quiz-form select[name=count]").select_option("5")
     page.get_by_role("button", name="Start a quiz").click()
     page.wait_for_url("**/quizzes/*/1")

@@ -63,9 +63,16 @@ def test_answer_then_verify_shows_the_measured_average_on_both_ranks(page: Any) 
     assert values(page, run, "weight_grad") == ["[[2.0,2.0]]", "[[2.0,2.0]]"]
     marks = run.locator(".checks tbody tr td.mark").all_inner_texts()
     assert marks and all("✓" in m for m in marks)
+    # The verdict leads; the timeline and the buckets are each one click below it.
+    verdict = run.locator(".run-verdict").bounding_box()
+    assert verdict["y"] < run.locator("details.timeline-fold").bounding_box()["y"]
     svg = run.locator("svg.timeline")
+    assert not svg.is_visible()
+    run.locator("details.timeline-fold > summary").click()
+    assert svg.is_visible()
     assert svg.locator("title").count() >= 1 and svg.locator("desc").count() == 1
-    assert run.locator("svg.bucket-chart").count() >= 1
+    run.locator("details.buckets-section > summary").click()
+    assert run.locator("svg.bucket-chart").first.is_visible()
     shot(page, "verify-average")
 
 
@@ -90,15 +97,15 @@ def test_run_it_before_answering_grades_the_prediction_and_runs(page: Any) -> No
     assert "prediction" in page.locator(".prediction-note").inner_text()
 
 
-def test_changing_a_knob_shows_the_second_result_beside_the_first(page: Any) -> None:
+def test_changing_a_knob_leads_with_the_second_result_and_what_changed(page: Any) -> None:
     page.goto("/questions/averaged-gradient-world-size")
     predict_number(page, "2.5")
     page.locator(".run.done").wait_for()
     page.locator("select[name='knob.world_size']").select_option("2")
     page.locator(".verify-button").click()
-    second = page.locator(".run-pair .run-col").nth(1).locator(".run.done")
+    second = page.locator(".run-compare .run-now .run.done")
     second.wait_for()
-    first = page.locator(".run-pair .run-col").nth(0).locator(".run.done")
+    first = page.locator(".run-compare .run-before .run.done")
     assert len(values(page, first, "weight_grad")) == 4
     assert values(page, second, "weight_grad") == ["1.5", "1.5"]
     changes = second.locator(".compare tbody tr").all_inner_texts()
@@ -120,6 +127,8 @@ def test_hang_question_highlights_the_blocked_rank_and_says_why(page: Any) -> No
     assert blocked.count() == 1
     assert run.locator("svg.timeline g.lane[data-lane='1'] g.span.blocked").count() == 0
     assert "blocked" in blocked.locator("title").text_content()
+    run.locator("details.timeline-fold > summary").click()
+    assert blocked.is_visible()
     shot(page, "verify-hang")
 
 
@@ -160,3 +169,27 @@ def test_copy_as_torchrun_script_puts_the_wrapped_snippet_on_the_clipboard(
         assert "knob.world_size=3" in page.locator(".torchrun-download").get_attribute("href")
     finally:
         context.close()
+
+
+def test_a_newcomers_home_shows_what_a_real_cached_run_measured(
+    browser: Any, verify_server: str,
+) -> None:
+    learner = browser.new_context(base_url=verify_server)
+    learner.set_default_timeout(RUN_TIMEOUT_MS)
+    page = learner.new_page()
+    page.goto("/questions/averaged-gradient-two-ranks")
+    page.get_by_label("model.weight.grad after backward()", exact=False).check()
+    page.get_by_role("button", name="Run it").click()
+    page.locator(".run.done").wait_for()
+    learner.close()
+    newcomer = browser.new_context(base_url=verify_server)
+    page = newcomer.new_page()
+    page.goto("/")
+    example = page.locator("section.verify-example")
+    rows = {r.locator("th").inner_text(): r.get_attribute("class")
+            for r in example.locator("tbody tr").all()}
+    assert rows["weight_grad"] == "same" and rows["loss"] == "differs"
+    assert "DDP averages gradients" in example.inner_text()
+    assert page.get_by_role("button", name="Start the DDP round").is_visible()
+    shot(page, "home-newcomer")
+    newcomer.close()

@@ -8,6 +8,7 @@ import dataclasses
 import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
@@ -290,3 +291,65 @@ def test_thirty_submissions_from_one_address_fill_only_its_share_of_the_queue(
         second = service.claim_run(db_session=s, worker_id="w2", lease_seconds=60)
         assert first is not None and second is not None
         assert second.id in mine["run_ids"]  # not the burst's second run
+def _headline_of(client: TestClient, factory: sessionmaker[Session], settings: Settings,
+                 code: str) -> Any:
+    started = _run_api(client, code)
+    _drain(factory, settings)
+    frag = parse_fragment(client.get(f"/exercises/{SLUG}/submissions/{started['submission']}",
+                                     headers=HX))
+    return frag
+
+
+def test_a_finished_run_leads_with_one_headline_in_the_learners_own_line_numbers(
+    ex_client: TestClient, session_factory: sessionmaker[Session], settings: Settings
+) -> None:
+    starter = _headline_of(ex_client, session_factory, settings, STARTER)
+    assert starter.select_one(".result-headline").get_text(strip=True) == (
+        "✗ 2 checks fail: 1 you can see below and 1 hidden.")
+    raised = _headline_of(ex_client, session_factory, settings,
+                          "def rank_total():\n    raise ValueError('not yet')\n")
+    assert raised.select_one(".result-headline").get_text(strip=True) == (
+        "✗ Your code raised ValueError on rank 0 at line 2 of your code.")
+    # Hidden checks are not "0 of 1 passing" when nothing could be measured.
+    assert "need a run that finishes" in raised.select_one(".hidden-count").get_text()
+    # A line past the learner's two lines is the checks' (they call a function not written).
+    missing = _headline_of(ex_client, session_factory, settings, "x = 1\ny = 2\n")
+    head = missing.select_one(".result-headline").get_text(strip=True)
+    assert head == "✗ Your code raised NameError on rank 0 in the exercise's checks, after your code."
+    assert "Your code has 2 lines" in missing.select_one(".checks-lines").get_text()
+    passed = _headline_of(ex_client, session_factory, settings, SOLUTION)
+    assert passed.select_one(".result-headline").get_text(strip=True) == (
+        "✓ Passed: every check passes, hidden ones too.")
+    assert "All-reduce the number." in passed.select_one(".solved-next .explanation").get_text()
+
+
+def test_a_hung_run_says_where_it_waited_and_never_counts_hidden_checks() -> None:
+    from app.exercises.service import Submission
+    from app.exercises.views import headline
+
+    result = {"outcome": "timeout", "diagnosis": "rank 1 was blocked in all_reduce",
+              "world_size": 2, "torch_version": "2.13", "harness_version": "8",
+              "ranks": [{"rank": 0}, {"rank": 1, "blocked_in": {"op": "all_reduce",
+                                                                 "since_ms": 5.0, "line": 3}}]}
+    run = Run(status="done", result=result, params={}, world_size=2)
+    sub = Submission(question=None, doc=None, runs=[run], code="a\nb\nc\nd\n",  # type: ignore[arg-type]
+                     hidden_total=1, hidden_passed=0)
+    h = headline(sub)
+    assert (h.kind, h.text) == ("hung", "Your code hung: rank 1 was still waiting in all_reduce "
+                                        "at line 3 of your code when the run was stopped.")
+    sub.code = "a\n"
+    assert "in the exercise's checks, after your code" in headline(sub).text
+
+
+def test_a_solved_exercise_is_marked_and_reopens_on_the_passing_code(
+    ex_client: TestClient, session_factory: sessionmaker[Session], settings: Settings
+) -> None:
+    page = parse(ex_client.get(f"/exercises/{SLUG}"))
+    assert page.select_one(".solved-mark") is None
+    _headline_of(ex_client, session_factory, settings, SOLUTION)
+    page = parse(ex_client.get(f"/exercises/{SLUG}"))
+    assert "solved" in page.select_one(".solved-mark").get_text()
+    assert page.select_one("textarea[name=code]").get_text() == SOLUTION
+    # Reset without JavaScript gives the starter back.
+    fresh = parse(ex_client.get(f"/exercises/{SLUG}?starter=1"))
+    assert fresh.select_one("textarea[name=code]").get_text() == STARTER

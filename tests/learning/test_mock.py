@@ -4,9 +4,12 @@ the report (score, time per question, calibration, misses), the review queue, th
 from __future__ import annotations
 
 import random
+import uuid
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
+import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
@@ -183,6 +186,14 @@ def test_the_report_gives_score_time_per_question_and_calibration(
     cal = {tr["data-level"]: [text(td) for td in tr.select("td.num")]
            for tr in page.select("table.calibration tbody tr")}
     assert cal == {"guessing": ["2", "1"], "unsure": ["1", "1"], "sure": ["2", "1"]}
+    # The sentence is read from these answers: "sure" right half the time is overconfidence.
+    verdict = page.select_one(".calibration-verdict")
+    assert verdict["data-kind"] == "over"
+    assert text(verdict).startswith('Overconfident: "sure" was right 50% of the time (1 of 2).')
+    # The report leads with the score, calibration and misses; per-topic detail is folded.
+    headings = [h["id"] for h in page.select("article.mock-report h2")]
+    assert headings[:4] == ["calibration-h", "misses-h", "topics-h", "questions-h"]
+    assert page.select_one("details.report-topics #mock-topics") is not None
     misses = page.select("article.miss")
     assert len(misses) == 2
     for m in misses:
@@ -356,3 +367,44 @@ def test_the_share_link_comes_from_the_configured_address_never_the_host_header(
         link = str(report.select_one("a.share-link")["href"])  # type: ignore[index]
         assert link.startswith("https://drill.example.org/shared/mock/")
         assert "evil.example" not in report.text
+
+
+@pytest.mark.parametrize(("answers", "kind", "start"), [
+    ([("sure", True)] * 4 + [("sure", False)], "good", 'Well calibrated: "sure" was right 80%'),
+    ([("sure", True), ("sure", False), ("sure", False), ("sure", False), ("sure", False)], "over",
+     'Overconfident: "sure" was right 20% of the time (1 of 5)'),
+    ([("guessing", True), ("unsure", True), ("guessing", True), ("sure", True)], "under",
+     "Underconfident: when unsure or guessing you were right 100% of the time (3 of 3)"),
+    ([("sure", True), (None, False)], "unknown", "Too few answers"),
+])
+def test_the_calibration_sentence_is_read_from_the_learners_answers(
+    answers: list[tuple[str | None, bool]], kind: str, start: str,
+) -> None:
+    from app.mock.service import calibration
+
+
+    cal = calibration([Attempt(confidence=c, correct=ok) for c, ok in answers])
+    got_kind, sentence = cal.verdict()
+    assert got_kind == kind and sentence.startswith(start), sentence
+
+
+def test_a_mock_interview_never_asks_an_exercise(
+    app_client: TestClient, session_factory: sessionmaker[Session], tmp_path: Path,
+) -> None:
+    import shutil
+
+    from tests.exercises.conftest import EXERCISE_BANK
+    from tests.factories import copy_bank, import_folder
+
+    # One bank with both: the fixture questions and an exercise (which has a snippet, so the
+    # pick's "one question with a snippet" would otherwise reach for it).
+    bank = copy_bank(tmp_path / "bank")
+    shutil.copytree(EXERCISE_BANK / "drills", bank / "drills")
+    import_folder(session_factory, bank)
+    for seed in range(5):
+        with session_factory.begin() as s:
+            m = mock_service.start(db_session=s, learner_id=str(uuid.uuid4()), minutes=25,
+                                   now=T0, rng=random.Random(seed))
+            types = [q.type for q in s.scalars(select(Question).join(
+                QuizItem, QuizItem.question_id == Question.id).where(QuizItem.quiz_id == m.quiz_id))]
+        assert types and "exercise" not in types

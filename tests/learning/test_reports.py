@@ -168,3 +168,38 @@ def test_the_api_is_in_the_openapi_schema(client: TestClient) -> None:
             "/api/v1/questions/{slug}/reports"} <= set(paths)
     attempt = client.get("/api/v1/openapi.json").json()["components"]["schemas"]["AttemptIn"]
     assert "confidence" in attempt["properties"]
+
+
+def test_the_inbox_names_revisions_as_history_does_and_a_resolve_can_be_undone(
+    client: TestClient, clock: FixedClock, new_client: Callable[..., TestClient],
+    make_user: Callable[..., Any], session_factory: sessionmaker[Session],
+) -> None:
+    answer(client, "fixture-single", FIXTURE["fixture-single"]["right"])
+    report = client.post("/api/v1/questions/fixture-single/reports",
+                         json={"kind": "unclear", "comment": "which rank?"}).json()
+    make_user("alice", "admin")
+    author = new_client()
+    assert login(author, "alice").status_code == 303
+    inbox = parse(author.get("/author/reports"))
+    item = inbox.select_one(f"#report-{report['id']}")
+    # History numbers the imported revision #1; the inbox says the same, not a database id.
+    history = parse(author.get("/author/questions/fixture-single/history"))
+    assert [tr["data-number"] for tr in history.select("tr[data-number]")] == ["1"]
+    assert "revision #1" in text(item)
+    action, hidden = form_fields(inbox, f"#report-{report['id']} form.handle-report")
+    r = author.post(action, data={**hidden, "status": "resolved", "note": "Reworded."},
+                    follow_redirects=False)
+    assert r.status_code == 303 and r.headers["location"] == f"/author/reports?done={report['id']}"
+    done = parse(author.get(r.headers["location"]))
+    confirm = done.select_one(".handled-report")
+    assert "Resolved the report on Fixture single choice" in text(confirm)
+    assert "Reworded." in text(confirm)
+    assert done.select("section.report-group") == []
+    action, hidden = form_fields(done, "form.undo-report")
+    assert author.post(action, data=hidden, follow_redirects=False).status_code == 303
+    back = parse(author.get("/author/reports"))
+    assert back.select_one(f"#report-{report['id']}") is not None
+    assert back.select_one(".handled-report") is None
+    assert client.get(f"/api/v1/reports/{report['id']}").json()["status"] == "open"
+    with session_factory() as s:
+        assert s.scalar(select(AuditEntry).where(AuditEntry.action == "report.reopen")) is not None

@@ -17,7 +17,7 @@ from app.review import service as review
 from app.review.models import ReviewCard, ReviewLog
 from app.review.service import FAST_MS, SCHEDULER, SLOW_MS, rating_for
 from app.settings import Settings
-from tests.factories import FIXTURE, T0, answer, learner_id, parse, parse_fragment, text
+from tests.factories import FIXTURE, T0, answer, form_fields, learner_id, parse, parse_fragment, text
 
 # The mapping of docs/review.md, row by row: (score, correct, confidence, time ms) -> rating.
 MAPPING = [
@@ -251,3 +251,30 @@ def test_due_per_day_counts_the_cards_falling_due_each_day(
                                    days=1)
     assert week[0] == 1 and week[day] == 1 and sum(week) == 2
     assert later == [1]  # the overdue card counts on the first day
+
+
+def test_after_each_review_the_page_says_when_the_card_comes_back_and_the_empty_state_says_until_when(
+    client: TestClient, clock: FixedClock, settings: Settings,
+    session_factory: sessionmaker[Session],
+) -> None:
+    from app.render.when import day_name, until
+
+    answer(client, "fixture-single", FIXTURE["fixture-single"]["right"], "sure")
+    clock.advance(timedelta(days=30))
+    page = parse(client.get("/review"))
+    action, hidden = form_fields(page, "form.answer-form")
+    r = client.post(action, data={**hidden, "answer": FIXTURE["fixture-single"]["right"],
+                                  "confidence": "sure"}, headers={"HX-Request": "true"})
+    card = _card(session_factory, learner_id(client, settings), "fixture-single")
+    assert card is not None and (card.due - clock.now()) > timedelta(days=2)
+    now = clock.now()
+    status = parse_fragment(r).select_one("#review-status[hx-swap-oob]")
+    assert text(status) == (f"Answered. This card comes back {until(card.due, now)} "
+                            f"({day_name(card.due, now)}). Nothing else is due now.")
+    assert day_name(card.due, now) not in ("today", "tomorrow")
+    assert until(card.due, now).startswith("in ")
+    # The empty page says until when in words, never a bare timestamp.
+    empty = text(parse(client.get("/review")).select_one(".empty-state"))
+    assert empty == (f"Nothing is due until {day_name(card.due, now)}: your next card comes "
+                     f"back {until(card.due, now)}.")
+    assert str(card.due.year) not in empty or card.due.year != now.year

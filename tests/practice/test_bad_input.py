@@ -172,7 +172,7 @@ def test_concurrent_double_submit_to_one_quiz_item_stores_one_attempt(
 def test_bad_quiz_settings_are_422_and_start_nothing(
     client: TestClient, session_factory: sessionmaker[Session]
 ) -> None:
-    home = parse(client.get("/"))
+    home = parse(client.get("/topics"))
     action, data = form_fields(home, "form.quiz-form")
     for form, words in [({"topics": "nope"}, "Unknown topic: nope"),
                         ({"count": "0"}, "count must be between 1 and 30"),
@@ -191,7 +191,7 @@ def test_bad_quiz_settings_are_422_and_start_nothing(
 def test_a_quiz_with_no_matching_question_is_422(
     client: TestClient, session_factory: sessionmaker[Session]
 ) -> None:
-    action, data = form_fields(parse(client.get("/")), "form.quiz-form")
+    action, data = form_fields(parse(client.get("/topics")), "form.quiz-form")
     response = client.post(action, data={**data, "topics": "traces", "difficulty": "1"})
     assert response.status_code == 422
     assert "No published question" in text(parse(response).select_one("p.error"))
@@ -214,7 +214,7 @@ def test_learner_forms_without_their_csrf_token_are_refused_and_change_nothing(
 ) -> None:
     url = start_quiz(client, count="1")
     stranger = TestClient(client.app)
-    _action, theirs = form_fields(parse(stranger.get("/")), "form.quiz-form")
+    _action, theirs = form_fields(parse(stranger.get("/topics")), "form.quiz-form")
     posts = [("/quizzes", {"count": "1"}),
              (f"{url}/answer", {"answer": "a"}),
              ("/questions/fixture-single/answer", {"answer": "b"})]

@@ -34,21 +34,18 @@ def _quiz_id(url: str) -> str:
     return match["id"]
 
 
-def test_home_lists_topics_with_counts_and_difficulty(client: TestClient) -> None:
-    page = parse(client.get("/"))
-    rows = page.select("table.topics tbody tr")
-    table = {
-        r.select_one("a").get_text(strip=True): (
-            r.select_one("a")["href"],
-            r.select_one("td.num").get_text(strip=True),
-            [b.get_text(" ", strip=True) for b in r.select(".badge")],
-        )
-        for r in rows
-    }
-    assert table == {
-        "Basics": ("/topics/basics", "3", ["warm-up × 1", "core × 1", "deep × 1"]),
-        "Traces": ("/topics/traces", "2", ["core × 1", "deep × 1"]),
-    }
+def test_the_topics_page_lists_each_topic_once_with_its_count_and_a_box_to_tick(
+    client: TestClient,
+) -> None:
+    page = parse(client.get("/topics"))
+    rows = page.select("ul.topic-picks li")
+    table = {r.select_one("a").get_text(strip=True):
+             (r.select_one("a")["href"], r.select_one(".hint").get_text(strip=True),
+              r.select_one("input[name=topics]")["value"]) for r in rows}
+    assert table == {"Basics": ("/topics/basics", "3", "basics"),
+                     "Traces": ("/topics/traces", "2", "traces")}
+    # Each topic appears once on the page.
+    assert len(page.select("a[href='/topics/basics']")) == 1
     form = page.select_one("form.quiz-form")
     assert form is not None and form["method"] == "post" and form["action"] == "/quizzes"
     assert [i["value"] for i in form.select("input[name=topics]")] == ["basics", "traces"]
@@ -56,10 +53,11 @@ def test_home_lists_topics_with_counts_and_difficulty(client: TestClient) -> Non
     assert form.select("select[name=count] option")
 
 
-def test_home_with_an_empty_bank_says_how_to_load_it(app_client: TestClient) -> None:
-    page = parse(app_client.get("/"))
-    assert page.select_one("form.quiz-form") is None
-    assert "ddpdrill bank import" in page.select_one("#start-h").find_parent("section").get_text()
+def test_home_and_topics_with_an_empty_bank_say_how_to_load_it(app_client: TestClient) -> None:
+    for path in ("/", "/topics"):
+        page = parse(app_client.get(path))
+        assert page.select_one("form.quiz-form") is None
+        assert "ddpdrill bank import" in page.select_one("main").get_text(), path
 
 
 def test_topic_page_lists_its_questions_and_offers_a_quiz(client: TestClient) -> None:
@@ -262,7 +260,7 @@ def test_another_learner_cannot_open_or_answer_someone_elses_quiz(
     url = start_quiz(client, count="2")
     quiz = url.rsplit("/", 1)[0]
     stranger = TestClient(client.app)
-    home = parse(stranger.get("/"))
+    home = parse(stranger.get("/topics"))
     assert stranger.cookies.get(LEARNER_COOKIE) != client.cookies.get(LEARNER_COOKIE)
 
     for path in (quiz, url, f"{quiz}/summary"):
@@ -273,3 +271,25 @@ def test_another_learner_cannot_open_or_answer_someone_elses_quiz(
     posted = stranger.post(f"{url}/answer", data={**data, "answer": "a"}, headers=htmx_headers(home))
     assert posted.status_code == 404
     assert count(session_factory, Attempt) == 0
+
+
+def test_the_quiz_end_retries_the_misses_offers_review_and_sign_up(client: TestClient) -> None:
+    url = start_quiz(client, topics="basics", count="3")
+    quiz = url.rsplit("/", 1)[0]
+    for position in (1, 2, 3):
+        page = parse(client.get(f"{quiz}/{position}"))
+        slug = shown_slug(page)
+        which = "right" if position == 1 else "wrong"
+        submit_answer(client, f"{quiz}/{position}", FIXTURE[slug][which], htmx=False)
+    end = parse(client.get(f"{quiz}/summary"))
+    assert text(end.select_one(".retry-misses")) == "Retry the 2 misses"
+    assert end.select_one("a.review-due[href='/review']") is not None
+    assert end.select_one(".keep-history a[href='/signup']") is not None
+    action, hidden = form_fields(end, "form[action$='/retry']")
+    retry = client.post(action, data=hidden, follow_redirects=False)
+    assert retry.status_code == 303 and QUIZ_URL.match(retry.headers["location"])
+    again = retry.headers["location"].rsplit("/", 1)[0]
+    asked = {shown_slug(parse(client.get(f"{again}/{p}"))) for p in (1, 2)}
+    first = shown_slug(parse(client.get(f"{quiz}/1")))
+    assert len(asked) == 2 and first not in asked
+    assert client.get(f"{again}/3").status_code == 404

@@ -33,7 +33,7 @@ def test_the_next_link_stays_after_answering(client: TestClient) -> None:
 def test_a_quiz_filter_that_matches_nothing_keeps_the_choices_and_says_so(
     client: TestClient,
 ) -> None:
-    home = parse(client.get("/"))
+    home = parse(client.get("/topics"))
     action, hidden = form_fields(home, "form.quiz-form")
     # Traces has difficulties 2 and 3 only.
     response = client.post(action, data={**hidden, "topics": "traces", "difficulty": "1",

@@ -32,7 +32,7 @@ QUIZ_FILTERS = {"fixture-single": ("basics", "1"), "fixture-multi": ("basics", "
 
 def _quiz_page(client: TestClient, slug: str) -> str:
     topic, difficulty = QUIZ_FILTERS[slug]
-    home = parse(client.get("/"))
+    home = parse(client.get("/topics"))
     csrf = home.select_one("form.quiz-form input[name=csrf_token]")["value"]
     response = client.post("/quizzes", data={"csrf_token": csrf, "topics": topic,
                                              "difficulty": difficulty, "count": "1"})
@@ -44,7 +44,7 @@ def _unanswered_html(client: TestClient, slug: str) -> dict[str, str]:
     pages = {"question page": client.get(f"/questions/{slug}").text,
              "quiz page": _quiz_page(client, slug),
              "topic page": client.get(f"/topics/{FIXTURE[slug]['topic']}").text,
-             "home page": client.get("/").text}
+             "home page": client.get("/").text, "topics page": client.get("/topics").text}
     script = client.get(f"/questions/{slug}/torchrun.py")
     if script.status_code == 200:
         pages["torchrun script"] = script.text

@@ -144,8 +144,8 @@ def test_a_removed_file_retires_the_question_hiding_it_but_keeping_attempts(
     assert "fixture-multi" not in [q["slug"] for q in client.get("/api/v1/questions").json()]
     topic_links = [a["href"] for a in parse(client.get("/topics/basics")).select("ul.question-list a")]
     assert "/questions/fixture-multi" not in topic_links
-    counts = {row.select_one("a").get_text(strip=True): row.select_one("td.num").get_text(strip=True)
-              for row in parse(client.get("/")).select("table.topics tbody tr")}
+    counts = {row.select_one("a").get_text(strip=True): row.select_one(".hint").get_text(strip=True)
+              for row in parse(client.get("/topics")).select("ul.topic-picks li")}
     assert counts["Basics"] == "2"
     quiz = start_quiz(client, count="30")
     slugs = [a["href"] for a in parse(client.get(quiz.rsplit("/", 1)[0] + "/summary")).select(

@@ -94,9 +94,11 @@ def test_rerun_with_another_knob_shows_both_runs_and_what_changed(
     assert done.select_one("#prev-run[hx-swap-oob]")["value"] == first
     data = {"csrf_token": csrf(client, "/questions/fixture-single"), "knob.scale": "2", "prev": first}
     pair = soup(client.post("/questions/fixture-single/verify", data=data, headers=HX).text)
-    cols = pair.select(".run-pair .run-col")
-    assert len(cols) == 2 and cols[0].select_one(".run")["data-run-id"] == first
-    second = cols[1].select_one(".run")["data-run-id"]
+    # The new run leads, full width; the previous one is folded below it.
+    now, before = pair.select_one(".run-compare .run-now"), pair.select_one(".run-compare details.run-before")
+    assert before.select_one(".run")["data-run-id"] == first
+    second = now.select_one(".run")["data-run-id"]
+    assert second != first
     Worker(session_factory, settings).run_once()
     frag = soup(client.get(f"/runs/{second}", params={"slug": "fixture-single", "prev": first},
                            headers=HX).text)
