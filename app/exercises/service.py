@@ -35,7 +35,7 @@ from app.quizzes.models import Attempt
 from app.verify import service
 from app.verify.access import IP_RATE_FACTOR, RATE_WINDOW_SECONDS
 from app.verify.engine import SnippetSyntaxError, check_snippet
-from app.verify.engine.forbid import SNIPPET_FILE, learner_part
+from app.verify.engine.forbid import learner_part
 from app.verify.engine.result import RunResult
 from app.verify.expectations import CheckResult, applies, check
 from app.verify.gate import combo_key
@@ -427,26 +427,8 @@ def learner_error(results: list[RunResult | None]) -> LearnerError | None:
         for rank in (result.ranks if result is not None else []):
             if rank.error is not None:
                 return LearnerError(rank.rank, rank.error.type, rank.error.message,
-                                    rank.error.line, own_frames(rank.error.traceback))
+                                    rank.error.line, service.own_frames(rank.error.traceback))
     return None
-
-
-def own_frames(traceback: str) -> str:
-    """A Python traceback with only the frames of the learner's file (snippet.py) kept."""
-    out: list[str] = []
-    keep = False
-    for line in traceback.splitlines():
-        if line.startswith("  File "):
-            keep = line.startswith(f'  File "{SNIPPET_FILE}"')
-            if keep:
-                out.append(line)
-        elif line.startswith("    "):
-            if keep:
-                out.append(line)
-        else:
-            keep = False
-            out.append(line)
-    return "\n".join(out)
 
 
 @dataclass

@@ -23,6 +23,7 @@ from app.deps import (
 from app.errors import DomainError
 from app.exercises import service as exercise
 from app.templating import templates
+from app.verify.engine.forbid import CHECKS_FILE
 from app.verify.models import RUN_DONE
 from app.verify.service import PrivateCaps, result_of
 
@@ -72,6 +73,9 @@ def headline(sub: exercise.Submission) -> Headline:
             failed = next((r for r in res.ranks if r.error is not None), None)
             if failed is not None and failed.error is not None:
                 where, past = _where(failed.error.line, n)
+                if not where and f'File "{CHECKS_FILE}"' in failed.error.traceback:
+                    # Raised in the checks, which call the learner's code after it ran.
+                    where, past = " in the exercise's checks, after your code", True
                 return Headline("raised", f"Your code raised {failed.error.type} on rank "
                                           f"{failed.rank}{where}.", n, past)
     visible = sum(1 for c in sub.visible if not c.passed)

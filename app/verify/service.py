@@ -27,8 +27,8 @@ from app.errors import Busy, RateLimited
 from app.questions.schema import QuestionDoc
 from app.verify import knobs
 from app.verify.engine import HARNESS_VERSION, torch_version
-from app.verify.engine.forbid import CHECKS_MARK, compose
-from app.verify.engine.result import RunResult
+from app.verify.engine.forbid import CHECKS_MARK, SNIPPET_FILE, compose
+from app.verify.engine.result import RankResult, RunResult
 from app.verify.models import (
     PRIORITY_PRIVATE,
     PRIORITY_SHARED,
@@ -122,10 +122,38 @@ def learner_view(result: RunResult, doc: QuestionDoc | None) -> RunResult:
         return not (event.get("kind") == "report" and event.get("source") == "checks"
                     and event.get("name") not in visible)
 
-    return result.model_copy(update={"ranks": [
-        rank.model_copy(update={"values": {k: v for k, v in rank.values.items() if k in visible},
-                                "events": [e for e in rank.events if kept(e)]})
-        for rank in result.ranks]})
+    def trimmed(rank: RankResult) -> dict[str, Any]:
+        update: dict[str, Any] = {
+            "values": {k: v for k, v in rank.values.items() if k in visible},
+            "events": [e for e in rank.events if kept(e)],
+            # The checks' own lines (their file is not the learner's) never reach the page.
+            "stack": own_frames(rank.stack) if rank.stack else rank.stack}
+        if rank.error is not None:
+            update["error"] = rank.error.model_copy(
+                update={"traceback": own_frames(rank.error.traceback)})
+        return update
+
+    return result.model_copy(update={"ranks": [rank.model_copy(update=trimmed(rank))
+                                               for rank in result.ranks]})
+
+
+def own_frames(traceback: str) -> str:
+    """A Python traceback (or stack) with only the frames of the learner's file kept: the
+    harness's and the checks' frames, and their source lines, are left out."""
+    out: list[str] = []
+    keep = False
+    for line in traceback.splitlines():
+        if line.startswith("  File "):
+            keep = line.startswith(f'  File "{SNIPPET_FILE}"')
+            if keep:
+                out.append(line)
+        elif line.startswith("    "):
+            if keep:
+                out.append(line)
+        else:
+            keep = False
+            out.append(line)
+    return "\n".join(out)
 
 
 def exercise_code(doc: QuestionDoc, code: str) -> str:

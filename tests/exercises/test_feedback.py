@@ -8,10 +8,11 @@ from fastapi.testclient import TestClient
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.exercises.service import RUNS_BEFORE_SOLUTION, own_frames
+from app.exercises.service import RUNS_BEFORE_SOLUTION
 from app.quizzes.models import Attempt
 from app.review.models import ReviewCard
 from app.settings import Settings
+from app.verify.service import own_frames
 from app.verify.worker import Worker
 from tests.exercises.conftest import SLUG, SOLUTION, STARTER
 from tests.factories import count

@@ -316,7 +316,7 @@ def test_a_finished_run_leads_with_one_headline_in_the_learners_own_line_numbers
     missing = _headline_of(ex_client, session_factory, settings, "x = 1\ny = 2\n")
     head = missing.select_one(".result-headline").get_text(strip=True)
     assert head == "✗ Your code raised NameError on rank 0 in the exercise's checks, after your code."
-    assert "Your code has 2 lines" in missing.select_one(".checks-lines").get_text()
+    assert "Your code has 2 lines and ran to its end" in missing.select_one(".checks-lines").get_text()
     passed = _headline_of(ex_client, session_factory, settings, SOLUTION)
     assert passed.select_one(".result-headline").get_text(strip=True) == (
         "✓ Passed: every check passes, hidden ones too.")

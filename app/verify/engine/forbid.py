@@ -29,6 +29,8 @@ from typing import Any
 CHECKS_MARK = "\n\n\n# ---- the exercise's checks ----\n"
 # The file name a snippet (or an exercise's learner code) runs under, in tracebacks too.
 SNIPPET_FILE = "snippet.py"
+# The file name an exercise's checks run under (tracebacks tell the two apart).
+CHECKS_FILE = "checks.py"
 _OPTIONS_PREFIX = "# exercise: "
 # The torch.distributed calls an exercise may forbid: the probes' collectives a snippet
 # calls by name (not DDP's internal C++ bindings, nor new_group).

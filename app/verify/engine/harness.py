@@ -70,7 +70,7 @@ RESERVED_EVENT_BYTES = 4 * 2**20
 _ESSENTIAL = frozenset({"report", "exception", "snippet_end", "checks_start", "checks_done",
                         "setup_error"})
 # Where the checks program's frames say they are (it is never written to disk).
-CHECKS_FILE = "checks.py"
+CHECKS_FILE = forbid.CHECKS_FILE
 _SPEC_FILE = ".spec.json"  # leader.SPEC_FILE: the run's spec, code included
 
 # Taken at import, in the forkserver, before any snippet: learner code that patches
