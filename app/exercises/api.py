@@ -6,7 +6,15 @@ import dataclasses
 
 from fastapi import APIRouter, BackgroundTasks, Request
 
-from app.deps import API_BUSY, CurrentLearner, SessionDep, SettingsDep, client_ip, notify_workers
+from app.deps import (
+    API_BUSY,
+    CurrentLearner,
+    SessionDep,
+    SettingsDep,
+    WriteSessionDep,
+    client_ip,
+    notify_workers,
+)
 from app.exercises import service as exercise
 from app.exercises.schemas import (
     ExerciseRunIn,
@@ -44,7 +52,7 @@ def run_exercise_api(
 
 @router.get("/exercises/{slug}/submissions/{token}", response_model=SubmissionOut,
          responses={404: {}})
-def exercise_submission_api(slug: str, token: str, db_session: SessionDep,
+def exercise_submission_api(slug: str, token: str, db_session: WriteSessionDep,
                             learner_id: CurrentLearner) -> SubmissionOut:
     """Your Run's checks: each visible one with what was measured; hidden ones as counts."""
     sub = exercise.submission(db_session=db_session, slug=slug, token=token, learner_id=learner_id)

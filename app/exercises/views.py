@@ -16,6 +16,7 @@ from app.deps import (
     FormDep,
     SessionDep,
     SettingsDep,
+    WriteSessionDep,
     client_ip,
     is_htmx,
     notify_workers,
@@ -152,7 +153,7 @@ def _submission_fragment(request: Request, db_session: SessionDep, slug: str, to
 
 
 @router.get("/exercises/{slug}/submissions/{token}")
-def exercise_submission_page(slug: str, token: str, request: Request, db_session: SessionDep,
+def exercise_submission_page(slug: str, token: str, request: Request, db_session: WriteSessionDep,
                              learner_id: CurrentLearner) -> Response:
     """A Run's result: the fragment htmx polls, or (without JavaScript) the whole page."""
     if is_htmx(request):

@@ -74,7 +74,7 @@ def test_verify_page_fits_and_its_pictures_are_readable(sized_page: Any) -> None
 
 
 def test_compare_page_fits_with_two_runs_side_by_side(sized_page: Any) -> None:
-    predict_and_run(sized_page, "averaged-gradient-world-size", number="2.5")
+    predict_and_run(sized_page, "ring-attention-kv-sends", number="2.5")
     sized_page.locator("select[name='knob.world_size']").select_option("2")
     sized_page.locator(".verify-button").click()
     sized_page.locator(".run-compare .run-now .run.done").wait_for()

@@ -84,21 +84,21 @@ def predict_number(page: Any, value: str) -> None:
 
 
 def test_run_it_before_answering_grades_the_prediction_and_runs(page: Any) -> None:
-    page.goto("/questions/averaged-gradient-world-size")
+    page.goto("/questions/ring-attention-kv-sends")
     # Without a prediction, Run it asks for one and runs nothing.
     page.get_by_role("button", name="Run it").click()
     page.locator("#answer-area .error", has_text="Predict first").wait_for()
     assert page.locator(".run").count() == 0
     page.locator("select[name='knob.world_size']").select_option("2")
-    predict_number(page, "1,5")
+    predict_number(page, "1,5")  # a decimal comma, read as 1.5
     run = page.locator("#verify-result .run.done")
     run.wait_for()
-    assert values(page, run, "weight_grad") == ["1.5", "1.5"]
+    assert values(page, run, "kv_sends") == ["1", "1"]
     assert "prediction" in page.locator(".prediction-note").inner_text()
 
 
 def test_changing_a_knob_leads_with_the_second_result_and_what_changed(page: Any) -> None:
-    page.goto("/questions/averaged-gradient-world-size")
+    page.goto("/questions/ring-attention-kv-sends")
     predict_number(page, "2.5")
     page.locator(".run.done").wait_for()
     page.locator("select[name='knob.world_size']").select_option("2")
@@ -106,11 +106,12 @@ def test_changing_a_knob_leads_with_the_second_result_and_what_changed(page: Any
     second = page.locator(".run-compare .run-now .run.done")
     second.wait_for()
     first = page.locator(".run-compare .run-before .run.done")
-    assert len(values(page, first, "weight_grad")) == 4
-    assert values(page, second, "weight_grad") == ["1.5", "1.5"]
+    page.locator(".run-compare details.run-before").evaluate("d => d.open = true")  # folded
+    assert values(page, first, "kv_sends") == ["3"] * 4
+    assert values(page, second, "kv_sends") == ["1", "1"]
     changes = second.locator(".compare tbody tr").all_inner_texts()
     assert any(row.startswith("world size") and "4" in row and "2" in row for row in changes)
-    assert any(row.startswith("weight_grad on rank 0") and "2.5" in row and "1.5" in row for row in changes)
+    assert any(row.startswith("kv_sends on rank 0") and "3" in row and "1" in row for row in changes)
     shot(page, "verify-knobs")
 
 
@@ -155,18 +156,18 @@ def test_copy_as_torchrun_script_puts_the_wrapped_snippet_on_the_clipboard(
     context.grant_permissions(["clipboard-read", "clipboard-write"])
     page = context.new_page()
     try:
-        page.goto("/questions/averaged-gradient-world-size")
+        page.goto("/questions/ring-attention-kv-sends")
         page.locator("#answer-input").fill("2.5")
         page.get_by_role("button", name="Submit answer").click()
         page.locator("#verify-panel form.knobs-form").wait_for()
-        page.locator("select[name='knob.world_size']").select_option("3")
+        page.locator("select[name='knob.world_size']").select_option("2")
         page.get_by_role("button", name="Copy as a torchrun script").click()
         page.locator(".copy-status", has_text="Copied").wait_for()
         copied = page.evaluate("navigator.clipboard.readText()")
         assert "dist.init_process_group(\"gloo\", timeout=" in copied
         assert "_set_pg_timeout(timedelta(seconds=TIMEOUT_S))" in copied
-        assert '{"world_size": 3}' in copied
-        assert "knob.world_size=3" in page.locator(".torchrun-download").get_attribute("href")
+        assert '{"world_size": 2}' in copied
+        assert "knob.world_size=2" in page.locator(".torchrun-download").get_attribute("href")
     finally:
         context.close()
 

@@ -98,6 +98,56 @@ def test_a_ring_that_calls_all_reduce_is_rejected(
     assert count(session_factory, Attempt) == 0
 
 
+def test_a_ring_that_calls_the_gloo_backend_itself_is_rejected(
+    bank_client: TestClient, session_factory: sessionmaker[Session], settings: Settings
+) -> None:
+    """The backend's own allreduce skips torch.distributed and the dispatcher: it is probed
+    and forbidden all the same."""
+    code = """import torch
+import torch.distributed as dist
+
+
+def ring_all_reduce(tensor):
+    backend = dist.group.WORLD._get_backend(torch.device("cpu"))
+    backend.allreduce([tensor]).wait()
+    return tensor
+"""
+    body = _submit(bank_client, session_factory, settings, "ring-allreduce-send-recv", code)
+    _rejected(body)
+    assert "all_reduce is not allowed in this exercise" in body["visible"][0]["runs"][0]["measured"]
+    (result, *_) = _run_result(bank_client, body)
+    apis = [e.get("api") for e in result["ranks"][0]["events"] if e["kind"] == "collective_end"
+            or e["kind"] == "collective_start"]
+    assert "Backend.allreduce" in apis
+    assert count(session_factory, Attempt) == 0
+
+
+@pytest.mark.parametrize("switch_off", [
+    "forbid._forbidden = frozenset()",
+    "forbid._depth = 0",
+    "forbid.configure([])",
+])
+def test_a_ring_that_switches_the_rules_off_is_rejected(
+    bank_client: TestClient, session_factory: sessionmaker[Session], settings: Settings,
+    switch_off: str,
+) -> None:
+    """The rules live in a module learner code can import: changing its state fails the run."""
+    code = f"""import torch.distributed as dist
+from app.verify.engine import forbid
+
+
+def ring_all_reduce(tensor):
+    {switch_off}
+    dist.all_reduce(tensor)
+    return tensor
+"""
+    body = _submit(bank_client, session_factory, settings, "ring-allreduce-send-recv", code)
+    _rejected(body)
+    assert all(not c["passed"] for c in body["visible"])
+    assert "RulesChanged" in body["visible"][0]["runs"][0]["measured"]
+    assert count(session_factory, Attempt) == 0
+
+
 def test_a_checkpoint_that_never_loads_and_writes_on_every_rank_is_rejected(
     bank_client: TestClient, session_factory: sessionmaker[Session], settings: Settings
 ) -> None:
@@ -205,6 +255,22 @@ sys.stdout.flush = _after_the_checks
     forges_during_checks = forges_after_checks.replace(
         "            dist.all_reduce(p.grad)", "            dist.all_reduce(p.grad)\n    _forge()")
     assert forges_during_checks != forges_after_checks
+    shadows_tolist = _with_expected(expected, STARTER_AVERAGE + """
+import torch
+
+_tolist = torch.Tensor.tolist
+
+
+def _reported(self):
+    # The grads the checks report become the reference's, whatever this code computed.
+    for name, value in EXPECTED[str(world_size)].items():
+        if list(self.shape) == list(torch.tensor(value).shape):
+            return value
+    return _tolist(self)
+
+
+torch.Tensor.tolist = _reported
+""")
     divides_by_two = _source("average_wrong_divide_by_two.py")
 
     for name, code in [("rebinds report", rebinds_report),
@@ -212,6 +278,7 @@ sys.stdout.flush = _after_the_checks
                        ("patches torch", patches_torch),
                        ("forges events after the checks", forges_after_checks),
                        ("forges events during the checks", forges_during_checks),
+                       ("shadows Tensor.tolist", shadows_tolist),
                        ("divides by 2", divides_by_two)]:
         body = _submit(bank_client, session_factory, settings, slug, code)
         assert body["passed"] is False, name
@@ -224,6 +291,10 @@ sys.stdout.flush = _after_the_checks
             notes = " ".join(e["text"] for e in results[0]["ranks"][0]["events"]
                              if e["kind"] == "note")
             assert "torch.nn.functional.mse_loss" in notes and "torch.allclose" in notes
+        if name == "shadows Tensor.tolist":
+            notes = " ".join(e["text"] for e in results[0]["ranks"][0]["events"]
+                             if e["kind"] == "note")
+            assert "torch.Tensor.tolist" in notes
         if name == "forges events during the checks":
             assert all(r["tampered"] for r in results)
             assert all("tampered" in c["runs"][0]["measured"] for c in body["visible"])

@@ -31,6 +31,14 @@ def test_check_snippet_reports_the_line_of_a_syntax_error() -> None:
         check_snippet("x = '\0'\x00")
 
 
+def test_check_snippet_refuses_nested_lambdas_before_compiling_them() -> None:
+    """2,000 nested lambdas fit in the 20 KB cap and would cost the web process 0.7 s of CPU
+    to compile (nested scopes are quadratic); the count is refused first."""
+    check_snippet("f = " + "lambda a: " * 50 + "0\n")
+    with pytest.raises(SnippetSyntaxError, match="2000 lambdas"):
+        check_snippet("f = " + "lambda a: " * 2000 + "0\n")
+
+
 def test_torch_version_comes_from_metadata_without_importing_torch() -> None:
     assert torch_version().startswith("2.")
     assert HARNESS_VERSION

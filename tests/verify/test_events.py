@@ -59,7 +59,7 @@ def _assemble(streams: list[bytes]) -> RunResult:
             rank.feed_events(stream[i:i + 4093])
         rank.exit = {"code": 0, "t": 10**9 + 5 * 10**6, "cpu_s": 0.1, "maxrss_kb": 1}
         ranks.append(rank)
-    watch = types.SimpleNamespace(stop_t=None, stop_reason=None, done={"leftovers": 0})
+    watch = types.SimpleNamespace(stop_t=None, stop_reason=None, done={"leftovers": 0}, runaway=False)
     return runner._assemble(watch, ranks, t0=10**9 - 10**6, wall_ms=6.0, code="pass\n",  # type: ignore[arg-type]
                             world_size=len(streams), params={}, limits=Limits(),
                             torch_version="2.13.0+cpu", harness_version="test", pool=None)  # type: ignore[arg-type]

@@ -26,7 +26,7 @@ import pytest
 
 from app.migrate import upgrade
 from app.settings import Settings
-from app.verify.engine import Engine, EngineFailure, RunResult, sandbox
+from app.verify.engine import Engine, EngineFailure, RunResult, runner, sandbox
 from tests.browser.conftest import serve
 from tests.factories import FIXTURE_BANK
 from tests.verify.conftest import Run
@@ -247,6 +247,29 @@ except OSError as exc:
     assert all(r.values["stopped"][1] == errno.EAGAIN for r in result.ranks)
     assert sum(forked) < 64
     assert result.leftover_processes == sum(forked)
+
+
+def test_a_fork_bomb_that_outruns_the_stop_is_a_verdict_on_the_code_not_a_retry(
+    run: Run, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Every process forks again as fast as it can. Killing them all takes the leader
+    seconds (6.7 s for some 150 here, more on a loaded machine); past the stop's grace
+    (shortened here so that it always passes) the engine kills the run's whole session and
+    returns a verdict on the code, which a worker does not retry. Nothing is left behind:
+    the next run works."""
+    monkeypatch.setattr(runner, "STOP_GRACE_S", 0.5)
+    result = run("""
+import os
+while True:
+    try:
+        os.fork()
+    except OSError:
+        pass
+""", timeout_s=3)
+    assert result.outcome == "timeout", result.diagnosis
+    assert "did not stop within 0.5 s" in result.diagnosis
+    after = run("report('fine', rank)")
+    assert after.outcome == "ok" and [r.values["fine"] for r in after.ranks] == [0, 1]
 
 
 def test_filling_the_scratch_folder_stops_at_its_size(run: Run) -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import atexit
 import json
 import os
+import re
 import threading
 from functools import lru_cache
 from importlib import metadata
@@ -54,7 +55,7 @@ __all__ = [
 # 8: pipeline stages' forward and backward per micro-batch (stage_* events, `pipeline`).
 # 9: exercise runs execute the learner's code and the checks apart (forbid.split), with
 #    checks_start/checks_done and sequence-numbered events; ranks run at the caller's nice.
-HARNESS_VERSION = "9"
+HARNESS_VERSION = "10"
 MIN_WORLD_SIZE = 1
 MAX_WORLD_SIZE = 8
 # Snippets are short programs; anything larger is a mistake.
@@ -68,10 +69,19 @@ def torch_version() -> str:
     return metadata.version("torch")
 
 
+MAX_LAMBDAS = 200
+_LAMBDA = re.compile(r"\blambda\b")
+
+
 def check_snippet(code: str) -> None:
     """Raise SnippetSyntaxError (with .line) if `code` does not compile."""
     if len(code.encode()) > MAX_SNIPPET_BYTES:
         raise SnippetSyntaxError(f"the snippet is larger than {MAX_SNIPPET_BYTES} bytes")
+    # Compiling nested scopes costs time quadratic in their depth: 2,000 nested lambdas
+    # (18 KB) take 0.7 s of the web process's CPU. No snippet needs this many.
+    lambdas = len(_LAMBDA.findall(code))
+    if lambdas > MAX_LAMBDAS:
+        raise SnippetSyntaxError(f"the code has {lambdas} lambdas; at most {MAX_LAMBDAS} are allowed")
     try:
         compile(code, "snippet.py", "exec", dont_inherit=True)
     except SyntaxError as exc:

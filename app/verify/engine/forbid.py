@@ -49,6 +49,14 @@ class ForbiddenCollective(RuntimeError):
     """Learner code called a collective the exercise forbids."""
 
 
+class RulesChanged(RuntimeError):
+    """Learner code changed this module's state (the forbidden set, the depth of learner
+    calls, the harness's callback): the run cannot be judged, so it fails."""
+
+
+RULES_CHANGED = "your code changed the exercise's own rules (app.verify.engine.forbid)"
+
+
 def compose(code: str, checks: str, *, forbid: Iterable[str] = ()) -> str:
     """The text an exercise run executes: `code`, the mark, the options, the checks program."""
     options = json.dumps({"forbid": sorted(set(forbid))}, separators=(",", ":"))
@@ -119,11 +127,15 @@ def learner_calls(*ops: str) -> int:
 def learner() -> Iterator[None]:
     """Learner code runs inside: the forbidden collectives raise."""
     global _depth
-    _depth += 1
+    before = _depth
+    _depth = before + 1
     try:
         yield
     finally:
-        _depth -= 1
+        changed = _depth != before + 1
+        _depth = before
+        if changed:
+            raise RulesChanged(RULES_CHANGED)
 
 
 def guard(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -134,11 +146,16 @@ def guard(fn: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(fn)
     def guarded(*args: Any, **kwargs: Any) -> Any:
         global _depth
-        _depth += 1
+        before = _depth
+        _depth = before + 1
         try:
             return fn(*args, **kwargs)
         finally:
-            _depth -= 1
+            # Set to 0 inside the call, the depth would have switched the rules off.
+            changed = _depth != before + 1
+            _depth = before
+            if changed:
+                raise RulesChanged(RULES_CHANGED)
             if not _depth and _after_call is not None:
                 _after_call()
 

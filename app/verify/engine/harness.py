@@ -140,7 +140,7 @@ def jsonable(value: Any, _depth: int = 0) -> Any:
     """A reported value as JSON: tensors become nested lists, non-finite floats strings."""
     if _depth > 32:
         raise ValueError("report(): value is nested too deeply")
-    if isinstance(value, torch.Tensor):
+    if isinstance(value, _BASE):
         value = _tensor_list(value)
     if isinstance(value, bool) or value is None or isinstance(value, (int, str)):
         return value
@@ -167,23 +167,37 @@ def jsonable(value: Any, _depth: int = 0) -> Any:
         f"report() takes tensors, numbers, strings, lists and dicts, not {type(value).__name__}")
 
 
-def _tensor_list(value: torch.Tensor) -> Any:
-    """A tensor's values as nested lists, through torch.Tensor's own methods: a subclass's
-    overrides (__torch_function__, or methods it redefines) do not decide what is reported."""
-    tensor = torch.Tensor
-    with torch._C.DisableTorchFunctionSubclass():
-        numel = tensor.numel(value)
+# torch.Tensor's C base, its methods and the constants _tensor_list needs, taken before any
+# snippet runs: torch.Tensor is a Python class a snippet may patch (torch.Tensor.tolist =
+# ...), and torch's names may be rebound; the C type's own methods cannot be replaced.
+_TENSOR = torch.Tensor
+_BASE: Any = torch._C.TensorBase
+_NUMEL, _CPU, _DETACH = _BASE.numel, _BASE.cpu, _BASE.detach
+_AS_SUBCLASS, _TO_DENSE, _FLOAT, _TOLIST = (_BASE.as_subclass, _BASE.to_dense, _BASE.float,
+                                            _BASE.tolist)
+_IS_SPARSE, _LAYOUT = _BASE.is_sparse.__get__, _BASE.layout.__get__
+_DTYPE, _IS_QUANTIZED = _BASE.dtype.__get__, _BASE.is_quantized.__get__
+_STRIDED, _HALVES = torch.strided, (torch.bfloat16, torch.float16)
+_NO_SUBCLASS = torch._C.DisableTorchFunctionSubclass
+
+
+def _tensor_list(value: Any) -> Any:
+    """A tensor's values as nested lists, through the C tensor type's own methods (taken at
+    start-up): neither a subclass's overrides (__torch_function__, or methods it redefines)
+    nor a patch of torch.Tensor decides what is reported."""
+    with _NO_SUBCLASS():
+        numel = _NUMEL(value)
         if numel > MAX_VALUE_ELEMENTS:
             raise ValueError(f"report(): a tensor of {numel} elements is too large "
                              f"(the cap is {MAX_VALUE_ELEMENTS})")
-        value = tensor.cpu(tensor.detach(value))
-        if type(value) is not tensor:
-            value = tensor.as_subclass(value, tensor)
-        if value.is_sparse or value.layout != torch.strided:
-            value = tensor.to_dense(value)
-        if value.dtype in (torch.bfloat16, torch.float16) or value.is_quantized:
-            value = tensor.float(value)
-        return tensor.tolist(value)
+        value = _CPU(_DETACH(value))
+        if type(value) is not _TENSOR:
+            value = _AS_SUBCLASS(value, _TENSOR)
+        if _IS_SPARSE(value) or _LAYOUT(value) != _STRIDED:
+            value = _TO_DENSE(value)
+        if _DTYPE(value) in _HALVES or _IS_QUANTIZED(value):
+            value = _FLOAT(value)
+        return _TOLIST(value)
 
 
 def _exception_info(exc: BaseException) -> dict[str, Any]:
@@ -522,7 +536,8 @@ class _Watched:
 
     `changes` puts back every one that learner code replaced or deleted, and says which.
     Only callables: module state that torch itself rebinds at run time is not touched,
-    and neither are names learner code adds (importing a submodule adds one). Most of the
+    and neither are names learner code adds to a module (importing a submodule adds one);
+    a name added to a watched class that hides its base's is taken away. Most of the
     snapshot is taken once in the forkserver (_STATIC): taken in a rank, touching some
     thousand objects' reference counts copies their pages (2.5 ms or more, measured).
     """
@@ -534,6 +549,8 @@ class _Watched:
                        for snap in _STATIC if only is None or snap[0] in only]
         if only is None:
             self._snaps += _snapshot(_probed_namespaces())
+        self._classes = [(label, obj, keys) for label, obj, keys in _STATIC_CLASSES
+                         if only is None or label in only]
 
     def changes(self) -> list[str]:
         changed: list[str] = []
@@ -549,6 +566,16 @@ class _Watched:
                         type.__setattr__(obj, name, value)
                     else:
                         obj.__dict__[name] = value
+        for label, cls, keys in self._classes:
+            # A name added to the class that hides its base's (torch.Tensor.tolist = ... hides
+            # the C type's tolist): taken away again, so the base's answers.
+            now = vars(cls)
+            if len(now) == len(keys):
+                continue
+            for name in [k for k in now if k not in keys]:
+                if any(name in vars(base) for base in cls.__mro__[1:]):
+                    type.__delattr__(cls, name)
+                    changed.append(f"{label}.{name}")
         return changed
 
 
@@ -565,17 +592,27 @@ class _Exercise:
         self.harness_names: dict[str, Any] = {}
         self.noted: set[str] = set()
         names = [n for n in forbidden if isinstance(n, str)] if isinstance(forbidden, list) else []
-        forbid.configure(names, after_call=self.restore)
+        # The rules as configured, and the callback, kept here: learner code can reach the
+        # module's copies, and restore() checks them.
+        self.after_call = self.restore
+        forbid.configure(names, after_call=self.after_call)
+        self.rules = forbid._forbidden
+        self.rules_changed = False
         _refuse_exits()  # before the snapshot: the refusal is the harness's, not a patch
         self.watched = _Watched()
         # What report() itself goes through: checked again before each report, since code
         # learner code left behind (a hook, a thread) may run while the checks do.
         self.reporting = _Watched(only=_REPORTING)
 
-    def restore(self, *, reporting: bool = False) -> None:
+    def restore(self, *, reporting: bool = False, strict: bool = True) -> None:
         """Put back what learner code replaced (only what report() reads, for `reporting`);
-        note it once per name."""
+        note it once per name. A change to the exercise's rules is put back too, and (if
+        `strict`) raises RulesChanged: calls made while they were off cannot be undone."""
         changed = (self.reporting if reporting else self.watched).changes()
+        if forbid._forbidden is not self.rules or forbid._after_call is not self.after_call:
+            forbid._forbidden, forbid._after_call = self.rules, self.after_call
+            changed.append("the exercise's rules")
+            self.rules_changed = True
         if sys.gettrace() is not None or sys.getprofile() is not None:
             sys.settrace(None)
             sys.setprofile(None)
@@ -591,6 +628,8 @@ class _Exercise:
             self.noted.update(fresh)
             self.emit("note", text=f"your code replaced {', '.join(fresh)}: the checks used "
                                    "the original")
+        if strict and self.rules_changed:
+            raise forbid.RulesChanged(forbid.RULES_CHANGED)
 
     def run(self, learner_code: str, checks_code: str) -> int:
         emit, probes = self.emit, self.probes
@@ -609,7 +648,10 @@ class _Exercise:
                      learner.__dict__)
         except BaseException as exc:
             return self._ended(exc, "learner")
-        self.restore()
+        try:
+            self.restore()
+        except forbid.RulesChanged as exc:
+            return self._ended(exc, "learner")
         self.harness_names = {
             "report": _reporter(emit, probes, "checks",
                                 before=functools.partial(self.restore, reporting=True)),
@@ -634,7 +676,7 @@ class _Exercise:
 
     def _ended(self, exc: BaseException, phase: str) -> int:
         """The learner's code (or the checks) did not run to the end: no checks_done."""
-        self.restore()
+        self.restore(strict=False)
         failure = _exception_info(exc)
         if isinstance(exc, _EarlyExit):
             failure.update(type="SystemExit", message=str(exc), exit_code=exc.status & 0xFF)
@@ -692,3 +734,6 @@ def _guard_class(cls: type) -> None:
 
 # Last, once every name above exists: taken in the forkserver, before any rank forks.
 _STATIC = _snapshot(_static_namespaces())
+# The watched classes' own names, to tell a name added later from theirs.
+_STATIC_CLASSES = [(label, obj, frozenset(vars(obj))) for label, obj in _static_namespaces()
+                   if isinstance(obj, type)]

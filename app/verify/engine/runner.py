@@ -241,6 +241,8 @@ class _Watch:
         self.stop_reason: str | None = None
         self.stop_t: int | None = None
         self.error: str | None = None
+        # Set when the ranks outlived the stop's grace and the whole session was killed.
+        self.runaway = False
         self.sel.register(ctrl, selectors.EVENT_READ, ("ctrl", -1))
         for fd, data in readers.items():
             self.sel.register(fd, selectors.EVENT_READ, data)
@@ -264,8 +266,11 @@ class _Watch:
             if self.stop_reason is None and now >= deadline:
                 self.stop("timeout")
             if self.stop_t is not None and self.done is None and now >= self.stop_t / 1e9 + STOP_GRACE_S:
+                # The ranks would not stop (a fork bomb keeps the leader's kills behind its
+                # forks): the code's doing, so a verdict on it, never a retry.
                 self.abort()
-                raise EngineFailure("the run's leader did not stop its ranks; killed its session")
+                self.runaway = True
+                return
             wakeups = [w for w in (
                 start_by if self.leader is None else None,
                 deadline if self.stop_reason is None else None,
@@ -442,6 +447,10 @@ def _assemble(watch: _Watch, ranks: list[_Rank], *, t0: int, wall_ms: float, cod
     checks_problem = _checks_problem(ranks, results, watch.stop_reason) if exercise else None
     tampered = "; ".join(f"rank {r.rank}: {r.tampered}" for r in ranks if r.tampered) or None
     text = diagnosis.text
+    if watch.runaway:
+        text += (f"\nThe ranks did not stop within {STOP_GRACE_S:g} s of being told to (the code "
+                 "kept starting processes, up to its limit of processes, or ignored the stop), so "
+                 "the engine killed the whole run: what each rank did last is lost.")
     if tampered:
         text += ("\nThe run's event channel was tampered with "
                  f"({tampered}): it fails every check, and its authors are told.")

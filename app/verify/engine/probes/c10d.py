@@ -57,8 +57,20 @@ OPS: dict[str, tuple[str, str | None, str | None]] = {
     "recv_": ("recv", "tensors", "src"),
     "recv_any_source_": ("recv", "tensors", None),
 }
+# The backend's own methods (`pg._get_backend(device).allreduce(...)`) run gloo without the
+# dispatcher: each is wrapped in Python (learner code is the only Python caller; c10d's
+# C++ calls the backend directly and is seen at the dispatcher).
+BACKEND_METHODS: dict[str, str] = {
+    "broadcast": "broadcast", "allreduce": "all_reduce", "allreduce_coalesced": "all_reduce_coalesced",
+    "reduce": "reduce", "allgather": "all_gather", "_allgather_base": "all_gather_into_tensor",
+    "allgather_coalesced": "all_gather_coalesced", "gather": "gather", "scatter": "scatter",
+    "reduce_scatter": "reduce_scatter", "_reduce_scatter_base": "reduce_scatter_tensor",
+    "alltoall_base": "all_to_all_single", "alltoall": "all_to_all", "send": "send", "recv": "recv",
+    "recv_anysource": "recv", "barrier": "barrier", "monitored_barrier": "monitored_barrier",
+}
 TORCH_ATTRIBUTES = (
     *(f"torch.ops.c10d.{name}.default" for name in OPS),
+    *(f"torch._C._distributed_c10d.Backend.{name}" for name in BACKEND_METHODS),
     "torch.library.Library",
     "torch._C.DispatchKey.BackendSelect",
     "torch._C.DispatchKeySet.remove",
@@ -90,10 +102,40 @@ def register() -> None:
 
 
 def install(rec: Recorder) -> None:
-    """Start recording the calls that reach c10d into `rec`."""
+    """Start recording the calls that reach c10d into `rec`, and the backend's own methods."""
     global _recorder
     register()
     _recorder = rec
+    backend = torch._C._distributed_c10d.Backend
+    for name, dist_name in BACKEND_METHODS.items():
+        original = vars(backend).get(name)
+        if original is not None and not getattr(original, "__ddpdrill_probe__", False):
+            setattr(backend, name, _backend_probe(rec, name, dist_name, original))
+
+
+def _backend_probe(rec: Recorder, name: str, dist_name: str, original: Any) -> Any:
+    api = f"Backend.{name}"
+
+    def probe(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if getattr(rec.tls, "inside", False):
+            return original(self, *args, **kwargs)
+        start = now()
+        data = next((a for a in (*args, *kwargs.values())
+                     if isinstance(a, (torch.Tensor, list, tuple))), None)
+        shape, dtype, nbytes, count = collectives.payload(_flat(data))
+        try:
+            size: int | None = int(self.size())
+        except Exception:
+            size = None
+        info: dict[str, Any] = {"group_size": size, "shape": shape, "dtype": dtype, "bytes": nbytes,
+                                "api": api, "async": True}
+        if count is not None:
+            info["count"] = count
+        return collectives.record(rec, dist_name, info, True, sys._getframe(1), start,
+                                  original, (self, *args), kwargs)
+
+    probe.__ddpdrill_probe__ = True  # type: ignore[attr-defined]
+    return probe
 
 
 def _kernel(name: str, op: Any) -> Any:
