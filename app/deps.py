@@ -10,6 +10,7 @@ commit is an error the client sees, never a success that lost its data.
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Annotated, Any
@@ -195,9 +196,28 @@ LearnerUser = Annotated[User, Depends(require_learner_account)]
 
 
 def client_ip(request: Request) -> str:
-    """The peer address. Behind a proxy this is the proxy's, unless `serve` is told to believe
-    the proxy's X-Forwarded-For (DDPDRILL_FORWARDED_ALLOW_IPS; never by default)."""
-    return (request.client.host if request.client else "") or "unknown"
+    """The peer address every per-address limit counts by. Behind a proxy this is the proxy's,
+    unless `serve` is told to believe the proxy's X-Forwarded-For
+    (DDPDRILL_FORWARDED_ALLOW_IPS; never by default).
+
+    An IPv6 address counts as its /64: one host is usually given a whole /64 and can pick
+    any of its 2^64 addresses, so counting each alone would let one machine have as many
+    shares of every limit as it likes."""
+    return address_key((request.client.host if request.client else "") or "unknown")
+
+
+def address_key(host: str) -> str:
+    """`host` as the limits count it: an IPv4 address as itself, an IPv6 one as its /64
+    (an IPv4-mapped IPv6 address as the IPv4 address)."""
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        return host
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            return str(ip.ipv4_mapped)
+        return str(ipaddress.IPv6Network((ip, 64), strict=False))
+    return str(ip)
 
 
 def notify_workers(request: Request) -> None:

@@ -70,6 +70,9 @@ class Settings(BaseSettings):
     private_queue_per_owner: int = Field(8, ge=1)
     private_queue_per_address: int = Field(24, ge=1)
     private_queue_total: int = Field(200, ge=1)
+    # The longest a learner's own exercise run may take, whatever the exercise allows: a
+    # spinning submission holds a worker for at most this long.
+    learner_run_timeout_s: float = Field(20.0, gt=0, le=300)
     # Fresh runs an author's Run now and Verify all may start per minute.
     author_run_rate_per_minute: int = Field(30, ge=1)
     # Seconds a worker holds a claimed run before another may take it; renewed three

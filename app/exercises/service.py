@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import difflib
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -99,6 +99,7 @@ def submit(
                                 revision_id=revision.id, requested_by=tag, requested_ip=client_ip,
                                 code=service.exercise_code(doc, code), owner=learner_id)
             for combo in doc.verify.audit_combinations()]
+    reqs = [replace(r, timeout_s=min(r.timeout_s, caps.learner_timeout_s)) for r in reqs]
     new = 0
     for req in reqs:
         live = service.find_live(db_session=db_session, key=req.key)

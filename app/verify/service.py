@@ -254,11 +254,13 @@ class PrivateCaps:
     per_owner: int
     per_address: int
     total: int
+    # The longest a learner's own run may take (an exercise's timeout_s is cut to it).
+    learner_timeout_s: float = 20.0
 
     @classmethod
     def from_settings(cls, settings: Any) -> PrivateCaps:
         return cls(settings.private_queue_per_owner, settings.private_queue_per_address,
-                   settings.private_queue_total)
+                   settings.private_queue_total, float(settings.learner_run_timeout_s))
 
 
 def check_private_capacity(*, db_session: Session, requested_by: str, client_ip: str,

@@ -291,6 +291,44 @@ def test_thirty_submissions_from_one_address_fill_only_its_share_of_the_queue(
         second = service.claim_run(db_session=s, worker_id="w2", lease_seconds=60)
         assert first is not None and second is not None
         assert second.id in mine["run_ids"]  # not the burst's second run
+
+
+def test_addresses_of_one_ipv6_64_share_one_address_s_share(
+    ex_client: TestClient, settings: Settings,
+) -> None:
+    """One host is given a /64: a burst from 30 of its addresses, each with a fresh cookie,
+    is one address to every limit; an address of another /64 still gets in."""
+    spin = "while True:\n    pass\n"
+    codes = []
+    for i in range(30):
+        browser = TestClient(ex_client.app, client=(f"2001:db8:1:2::{i + 1:x}", 5000))
+        codes.append(browser.post(f"/api/v1/exercises/{SLUG}/run", json={"code": spin}).status_code)
+    assert codes.count(200) == settings.private_queue_per_address
+    assert codes.count(429) == 30 - settings.private_queue_per_address
+    other = TestClient(ex_client.app, client=("2001:db8:1:3::1", 5000))
+    assert other.post(f"/api/v1/exercises/{SLUG}/run", json={"code": SOLUTION}).status_code == 200
+
+
+def test_address_keys_count_an_ipv6_host_by_its_64() -> None:
+    from app.deps import address_key
+
+    assert address_key("2001:db8:1:2:aaaa::1") == address_key("2001:db8:1:2::ffff") == "2001:db8:1:2::/64"
+    assert address_key("2001:db8:1:3::1") == "2001:db8:1:3::/64"
+    assert address_key("::ffff:10.1.2.3") == "10.1.2.3" == address_key("10.1.2.3")
+    assert address_key("testclient") == "testclient"
+
+
+def test_a_learners_run_takes_at_most_the_learner_run_timeout(
+    ex_client: TestClient, session_factory: sessionmaker[Session], settings: Settings,
+) -> None:
+    ex_client.app.state.settings = settings.model_copy(update={"learner_run_timeout_s": 4.0})
+    (run_id,) = ex_client.post(f"/api/v1/exercises/{SLUG}/run",
+                               json={"code": "while True:\n    pass\n"}).json()["run_ids"]
+    with session_scope(session_factory) as s:
+        run = s.get(Run, run_id)
+        assert run is not None and run.timeout_s == 4.0  # the exercise allows 10
+
+
 def _headline_of(client: TestClient, factory: sessionmaker[Session], settings: Settings,
                  code: str) -> Any:
     started = _run_api(client, code)
