@@ -136,6 +136,11 @@ def visible_run(*, db_session: Session, run_id: int, learner_id: str, is_author:
                                       revision_id=revision.id)
                 or _runs_current_snippet(question, run)):
             return run
+    # A shared run of the very snippet a published question shows (first asked for by a
+    # draft that copies it, say): the cache hands it to that question's learners.
+    if (revision is not None and not revision_doc(revision).is_exercise
+            and service.published_snippet(db_session=db_session, snippet_text=run.snippet_text)):
+        return run
     raise NotFound(f"No run {run_id}.")
 
 

@@ -298,8 +298,28 @@ def request_runs(
     planned = _planned(revision_doc(revision), key=revision.content_hash, revision_id=revision.id,
                        versions=versions, requested_by=requested_by)
     shown = _published_keys(db_session, revision, versions) if fresh and keep_published else set()
-    return [service.request_run(db_session=db_session, req=p.req,
-                                fresh=fresh and p.req.key not in shown)[0] for p in planned]
+    return [service.request_run(
+        db_session=db_session, req=p.req,
+        fresh=fresh and p.req.key not in shown
+        and not (keep_published and _shown_elsewhere(db_session, revision, p.req)))[0]
+        for p in planned]
+
+
+def _shown_elsewhere(db_session: Session, revision: QuestionRevision, req: service.RunRequest) -> bool:
+    """Whether the finished run of this request is what learners of another published
+    question are shown: a copy of that question's snippet, run again with "ignore the
+    cache", would otherwise take their run from them until it finished."""
+    live = service.find_live(db_session=db_session, key=req.key)
+    if live is None or live.status != service.RUN_DONE:
+        return False
+    made_for = (db_session.get(QuestionRevision, live.question_revision_id)
+                if live.question_revision_id else None)
+    if made_for is not None and made_for.question_id != revision.question_id:
+        owner = db_session.get(Question, made_for.question_id)
+        if owner is not None and owner.status == STATUS_PUBLISHED:
+            return True
+    return service.published_snippet(db_session=db_session, snippet_text=live.snippet_text,
+                                     other_than=revision.question_id)
 
 
 def _published_keys(db_session: Session, revision: QuestionRevision,

@@ -24,6 +24,7 @@ from sqlalchemy.orm import Session, aliased
 from app import metrics
 from app.db import utcnow
 from app.errors import Busy, RateLimited
+from app.questions.models import STATUS_PUBLISHED, Question, QuestionRevision
 from app.questions.schema import QuestionDoc
 from app.verify import knobs
 from app.verify.engine import HARNESS_VERSION, torch_version
@@ -76,6 +77,16 @@ def cache_key(
 def engine_versions() -> tuple[str, str]:
     """(torch version, harness version): the part of every cache key that names the engine."""
     return torch_version(), HARNESS_VERSION
+
+
+def published_snippet(*, db_session: Session, snippet_text: str, other_than: int | None = None) -> bool:
+    """Whether some published question (other than `other_than`) shows learners this very
+    snippet in its current revision: its runs, whoever first asked for them, are theirs."""
+    stmt = (select(Question.id).join(QuestionRevision, QuestionRevision.id == Question.current_revision_id)
+            .where(Question.status == STATUS_PUBLISHED, QuestionRevision.snippet_text == snippet_text))
+    if other_than is not None:
+        stmt = stmt.where(Question.id != other_than)
+    return db_session.scalar(stmt.limit(1)) is not None
 
 
 def snippet_hash(text: str) -> str:

@@ -274,3 +274,30 @@ def test_workers_are_woken_only_once_the_queued_runs_are_committed(
                                   headers=htmx(page))
     assert response.status_code == 200
     assert len(visible) == 2 and visible[1] > 1
+
+
+def test_a_copy_run_again_with_ignore_the_cache_leaves_learners_their_run(
+    author_client: TestClient, session_factory: sessionmaker[Session], settings: Settings,
+    new_client: Any,
+) -> None:
+    """A draft that copies a published question's snippet shares its cache key; Verify all
+    with "ignore the cache" on the copy must not take the published question's run away
+    from its learners (nor may a run that the copy asked for first be hidden from them)."""
+    create_question(author_client, "original")
+    _post(author_client, "/author/questions/original/verify", "/author/questions/original")
+    work(session_factory, settings)
+    assert _publish(author_client, "original").status_code == 303
+    with session_factory() as s:
+        (shown,) = s.scalars(select(Run.id).where(Run.live.is_(True))).all()
+
+    create_question(author_client, "copycat")
+    page = parse(author_client.get("/author/questions/copycat"))
+    again = author_client.post("/author/questions/copycat/verify",
+                               data={"fresh": "1", "csrf_token": editor_data(page)["csrf_token"]},
+                               headers=htmx(page))
+    assert again.status_code == 200
+    with session_factory() as s:
+        assert s.scalars(select(Run.id).where(Run.live.is_(True))).all() == [shown]
+    assert count(session_factory, Run) == 1
+    learner = new_client()
+    assert learner.get(f"/api/v1/runs/{shown}").status_code == 200
