@@ -97,7 +97,9 @@ def _exercise_ctx(db_session: SessionDep, slug: str, learner_id: str) -> dict[st
             "hidden_count": sum(1 for e in doc.verify.expect if e.hidden),
             "combos": doc.verify.audit_combinations(), "max_code_bytes": exercise.MAX_CODE_BYTES,
             "solved": exercise.solved(db_session=db_session, learner_id=learner_id,
-                                     question_id=question.id)}
+                                     question_id=question.id),
+            "progress": exercise.progress(db_session=db_session, learner_id=learner_id,
+                                          question_id=question.id)}
 
 
 @router.get("/exercises/{slug}")
@@ -162,3 +164,26 @@ def exercise_submission_page(slug: str, token: str, request: Request, db_session
     ctx = _exercise_ctx(db_session, slug, learner_id)
     return templates.TemplateResponse(request, "exercises/exercise.html", {
         **ctx, "code": sub.code, **_result_ctx(db_session, slug, sub)})
+
+
+@router.get("/exercises/{slug}/solution")
+def exercise_solution_page(slug: str, request: Request, db_session: SessionDep,
+                           learner_id: CurrentLearner) -> Response:
+    """The reference solution beside the learner's newest code, and the diff between them:
+    once solved, given up, or after three failed Runs (403, saying how many to go, before)."""
+    question, _revision, doc = exercise.exercise_doc(db_session=db_session, slug=slug)
+    found = exercise.solution(db_session=db_session, slug=slug, learner_id=learner_id)
+    return templates.TemplateResponse(request, "exercises/solution.html", {
+        "doc": doc, "slug": slug, "question": question, "solution": found,
+        "progress": exercise.progress(db_session=db_session, learner_id=learner_id,
+                                      question_id=question.id)})
+
+
+@router.post("/exercises/{slug}/give-up")
+def exercise_give_up_form(slug: str, form: FormDep, db_session: SessionDep,
+                          learner_id: CurrentLearner, _: CSRF) -> Response:
+    """"I give up": a failed attempt (review brings the exercise back soon); then the solution."""
+    code = form.get("code")
+    exercise.give_up(db_session=db_session, slug=slug, learner_id=learner_id,
+                     code=code if isinstance(code, str) else "")
+    return RedirectResponse(f"/exercises/{slug}/solution", status_code=303)

@@ -143,3 +143,33 @@ def test_without_javascript_the_textarea_submits_and_the_result_page_shows_the_c
         assert page.locator("textarea#code").input_value() == FIX
     finally:
         page.context.close()
+
+
+def test_the_solution_opens_only_after_three_failed_runs(page: Any) -> None:
+    """Each failed Run says how many are left; the solution page is refused until the third;
+    then the result links to it and it shows the diff from the learner's code."""
+    page.goto(URL)
+    starter = page.locator("template#starter-code").evaluate("t => t.innerHTML")
+    def run_again(code: str) -> None:
+        old = page.locator("#submission").element_handle() if page.locator("#submission").count() else None
+        _replace_code_with_keyboard(page, code)
+        page.keyboard.press("Enter")
+        if old is not None:  # the previous result goes first, then the new one finishes
+            page.wait_for_function("el => !el.isConnected", arg=old)
+        page.locator("#submission[data-status=done]").wait_for()
+
+    for tried, left in ((1, 2), (2, 1)):
+        # Each Run a different code (the same code twice is one cached run, one try).
+        run_again(f"{starter}\n# try {tried}\n")
+        assert page.locator(".runs-to-solution").get_attribute("data-runs") == str(left)
+        assert page.locator(".see-solution").count() == 0
+        assert page.request.get("/exercises/reduce-vs-all-reduce/solution").status == 403
+    run_again(f"{starter}\n# try 3\n")
+    link = page.locator(".see-solution")
+    link.wait_for()
+    link.click()
+    page.wait_for_url("**/solution")
+    assert page.locator("pre.diff .add").count() > 0
+    assert "dist.all_reduce" in page.locator("pre.diff").inner_text()
+    assert "# try 3" in page.locator("pre.diff .del").all_inner_texts()[-1]
+    shot(page, "exercise-solution")

@@ -15,7 +15,7 @@ from app.settings import Settings
 from app.verify.service import own_frames
 from app.verify.worker import Worker
 from tests.exercises.conftest import SLUG, SOLUTION, STARTER
-from tests.factories import count
+from tests.factories import count, form_fields, parse
 
 
 def _run(client: TestClient, factory: sessionmaker[Session], settings: Settings, code: str) -> dict:
@@ -91,3 +91,39 @@ def test_own_frames_keeps_the_learners_frames_and_the_exception() -> None:
         '  File "snippet.py", line 2, in rank_total\n'
         '    return 1 / 0\n'
         'ZeroDivisionError: division by zero')
+
+
+def test_the_pages_offer_give_up_then_the_solution_page_with_its_diff(
+    ex_client: TestClient, session_factory: sessionmaker[Session], settings: Settings,
+) -> None:
+    """Through the pages, as a browser without JavaScript uses them: the result says how many
+    failed Runs until the solution opens and offers "I give up"; the solution page is 403
+    before that; giving up opens it, with the diff from the learner's code."""
+    page = parse(ex_client.get(f"/exercises/{SLUG}"))
+    assert page.select_one(".solution-door") is None  # nothing tried yet: no door
+    assert ex_client.get(f"/exercises/{SLUG}/solution").status_code == 403
+    token = form_fields(page, "form.exercise-form")[1]["csrf_token"]
+    ran = ex_client.post(f"/exercises/{SLUG}/run", data={"csrf_token": token, "code": STARTER},
+                         follow_redirects=False)
+    assert ran.status_code == 303
+    worker = Worker(session_factory, settings)
+    while worker.run_once():
+        pass
+    result = parse(ex_client.get(ran.headers["location"]))
+    door = result.select_one(".solution-door")
+    assert door is not None and door.select_one(".see-solution") is None
+    assert door.select_one(".runs-to-solution")["data-runs"] == str(RUNS_BEFORE_SOLUTION - 1)
+    refused = ex_client.get(f"/exercises/{SLUG}/solution")
+    assert refused.status_code == 403 and "to go" in refused.text
+    # The exercise page itself keeps the door open once something was tried.
+    again = parse(ex_client.get(f"/exercises/{SLUG}"))
+    action, give_up = form_fields(again, "form.give-up-form")
+    gave = ex_client.post(action, data=give_up, follow_redirects=False)
+    assert gave.status_code == 303 and gave.headers["location"] == f"/exercises/{SLUG}/solution"
+    shown = parse(ex_client.get(f"/exercises/{SLUG}/solution"))
+    assert "You gave up" in shown.select_one(".exercise-solution").get_text()
+    added = [s.get_text() for s in shown.select("pre.diff .add")]
+    assert any("dist.all_reduce" in line for line in added)
+    assert SOLUTION.strip().splitlines()[0] in shown.select_one(".solution-code").get_text()
+    # Now open: the result of a Run links to the page instead of offering to give up.
+    assert parse(ex_client.get(ran.headers["location"])).select_one(".see-solution") is not None
