@@ -41,7 +41,19 @@ _VERIFY_FIELDS = {"knobs": "knobs", "expect": "expect", "audit": "audit",
 def _dump(value: Any) -> str:
     if value is None:
         return ""
-    return yaml.safe_dump(value, sort_keys=False, allow_unicode=True, width=100)
+    return yaml.dump(value, Dumper=_BlockDumper, sort_keys=False, allow_unicode=True, width=100)
+
+
+class _BlockDumper(yaml.SafeDumper):
+    """Multi-line strings (a wrong solution's code) as `|` blocks, readable in a textarea."""
+
+
+def _str_block(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in value and not value.startswith(" ") else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_BlockDumper.add_representer(str, _str_block)
 
 
 def textarea_value(value: Any) -> str:
@@ -102,6 +114,10 @@ class EditorForm:
     harness: str = ""
     harness_file: str = ""
     hints: list[str] = field(default_factory=lambda: [""] * HINT_FIELDS)
+    # The collectives learner code may not call (comma-separated), and the known-wrong
+    # solutions the gate proves the checks reject (YAML list of file, why, code).
+    forbid: str = ""
+    wrong: str = ""
     # Choices no measurement can decide, with the reason (YAML mapping: key -> reason).
     explained: str = ""
     # Questions with parameters: the variables, which combinations are variants, computed
@@ -161,6 +177,9 @@ class EditorForm:
             form.harness = doc.exercise.harness_code or ""
             form.harness_file = doc.exercise.harness or ""
             form.hints = (list(doc.exercise.hints) + [""] * HINT_FIELDS)[:HINT_FIELDS]
+            form.forbid = ", ".join(doc.exercise.forbid)
+            form.wrong = _dump([{"file": w.file, "why": w.why, "code": w.code or ""}
+                                for w in doc.exercise.wrong]) if doc.exercise.wrong else ""
         form.choices += [ChoiceRow() for _ in range(SPARE_CHOICES)]
         return form
 
@@ -187,6 +206,7 @@ class EditorForm:
             solution=get("solution"), solution_file=get("solution_file").strip(),
             harness=get("harness"), harness_file=get("harness_file").strip(),
             hints=[get(f"hint_{i}") for i in range(1, HINT_FIELDS + 1)],
+            forbid=get("forbid").strip(), wrong=get("wrong"),
             explained=get("explained"),
             note=get("note").strip(), base_revision_id=get("base_revision_id").strip(),
             variables=get("variables"), variants=get("variants"), compute=get("compute"),
@@ -319,6 +339,25 @@ class EditorForm:
             except SyntaxError as exc:
                 self.error("exercise", f"{name}: Python syntax error on line {exc.lineno}: {exc.msg}")
         out["solution_code"] = self.solution
+        forbid = [n.strip() for n in self.forbid.replace("\n", ",").split(",") if n.strip()]
+        if forbid:
+            out["forbid"] = forbid
+        wrong = self._yaml("wrong", self.wrong)
+        if wrong is not None:
+            if not isinstance(wrong, list) or not all(isinstance(w, dict) for w in wrong):
+                self.error("wrong", "a YAML list of wrong solutions, each with file, why and code")
+            else:
+                for i, w in enumerate(wrong, 1):
+                    code = w.get("code")
+                    if not isinstance(code, str) or not code.strip():
+                        self.error("wrong", f"wrong solution {i}: its code is missing")
+                        continue
+                    try:
+                        compile(code, str(w.get("file") or f"wrong_{i}.py"), "exec")
+                    except SyntaxError as exc:
+                        self.error("wrong", f"wrong solution {i}: Python syntax error on line "
+                                            f"{exc.lineno}: {exc.msg}")
+                out["wrong"] = wrong
         if self.harness.strip():
             out["harness"] = self.harness_file or f"{base}_checks.py"
             out["harness_code"] = self.harness

@@ -107,3 +107,47 @@ def test_the_learner_preview_of_an_exercise_shows_its_starter_checks_and_hints(
     labels = [li.get_text(" ", strip=True) for li in preview.select("ul li")]
     assert "rank 1 agrees (hidden from learners)" in labels
     assert preview.select_one("details summary").get_text() == "Hint 1"
+
+
+def test_a_bank_exercise_with_forbidden_collectives_and_wrong_solutions_round_trips(
+    admin_client: TestClient, session_factory: sessionmaker[Session], tmp_path: Any,
+) -> None:
+    """The editor shows the forbidden collectives and every known-wrong solution with its
+    code, and saving unchanged keeps the revision (the editor used to drop both)."""
+    import shutil
+
+    from tests.conftest import REAL_BANK
+
+    shutil.copytree(REAL_BANK / "exercises", tmp_path / "bank" / "exercises")
+    import_folder(session_factory, tmp_path / "bank")
+    slug = "ring-allreduce-send-recv"
+    page = parse(admin_client.get(f"/author/questions/{slug}"))
+    assert "all_reduce" in page.select_one("input[name=forbid]")["value"]
+    wrong = page.select_one("textarea[name=wrong]").get_text()
+    assert "ring_wrong_builtin.py" in wrong and "dist.all_reduce(tensor)" in wrong
+    response = save_editor(admin_client, slug)
+    assert response.status_code == 303, response.text
+    assert response.headers["location"].endswith("saved=same")
+
+
+def test_a_wrong_solution_written_in_the_editor_is_run_by_the_gate(
+    author_client: TestClient, session_factory: sessionmaker[Session], settings: Settings
+) -> None:
+    wrong = ("- file: sum_drill_wrong_rank.py\n  why: returns this rank's number only\n"
+             "  code: |\n    def rank_total():\n        return rank + 1\n")
+    fields = {**_exercise_fields(), "wrong": wrong, "forbid": "broadcast"}
+    created = create_question(author_client, "sum-drill-wrong", **fields)
+    assert created.status_code == 303, created.text
+    [rev] = _revisions(session_factory, "sum-drill-wrong")
+    assert rev.content["exercise"]["forbid"] == ["broadcast"]
+    assert rev.content["exercise"]["wrong"][0]["code"].startswith("def rank_total():")
+    _post(author_client, "/author/questions/sum-drill-wrong/verify",
+          "/author/questions/sum-drill-wrong")
+    assert work(session_factory, settings) == 3  # the reference, the starter, the wrong one
+    panel = parse_fragment(author_client.get("/author/questions/sum-drill-wrong/gate"))
+    roles = [td.get_text(" ", strip=True) for td in panel.select("td.combo-role")]
+    assert "wrong sum_drill_wrong_rank.py returns this rank's number only" in roles
+    assert _publish(author_client, "sum-drill-wrong").status_code == 303
+    broken = "- file: x.py\n  why: y\n  code: 'def ('\n"
+    bad = create_question(author_client, "sum-drill-bad", **{**fields, "wrong": broken})
+    assert bad.status_code == 422 and "wrong solution 1: Python syntax error" in bad.text
