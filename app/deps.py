@@ -194,6 +194,18 @@ async def require_learner_account(user: OptionalUser) -> User:
 LearnerUser = Annotated[User, Depends(require_learner_account)]
 
 
+async def require_instructor(user: OptionalUser) -> User:
+    """A signed-in instructor (the class pages, app/classes); any other account gets 403."""
+    if user is None:
+        raise LoginRequired("Sign in as an instructor to see your classes.")
+    if not user.is_instructor:
+        raise Forbidden("This page is for instructors.")
+    return user
+
+
+InstructorUser = Annotated[User, Depends(require_instructor)]
+
+
 def client_ip(request: Request) -> str:
     """The peer address. Behind a proxy this is the proxy's, unless uvicorn is started
     with --proxy-headers and a trusted --forwarded-allow-ips (docs/authoring.md)."""

@@ -6,6 +6,7 @@ imports it, so a model added here is known to every entry point.
 
 from app.accounts.models import AuditEntry, Learner, User
 from app.authoring.models import BankUpload
+from app.classes.models import Assignment, AssignmentQuestion, AssignmentStart, ClassMember, Classroom
 from app.db import Base
 from app.mock.models import MockInterview
 from app.progress.models import LearnerGoal
@@ -17,10 +18,15 @@ from app.review.models import ReviewCard, ReviewLog
 from app.verify.models import Run, Verdict
 
 __all__ = [
+    "Assignment",
+    "AssignmentQuestion",
+    "AssignmentStart",
     "Attempt",
     "AuditEntry",
     "BankUpload",
     "Base",
+    "ClassMember",
+    "Classroom",
     "Learner",
     "LearnerGoal",
     "MockInterview",
