@@ -51,6 +51,8 @@ from app.review.models import ReviewCard
 MAX_NAME = 120
 # A class page lists every member and every assignment; past this it is a course platform.
 MAX_ASSIGNMENTS = 100
+# A topic quiz asks this many of its topics' questions unless the instructor says otherwise.
+DEFAULT_QUIZ_LENGTH = 5
 # A set of exercises longer than this is several assignments.
 MAX_EXERCISES = 20
 # Heatmap shades: mastery below each bound gets that level (0..4), as on the dashboard's bars.
@@ -302,10 +304,11 @@ def create_assignment(*, db_session: Session, classroom: Classroom,
         known = {q.topic for q in pool}
         if unknown := [t for t in topics if t not in known]:
             raise ClassError(f"No published question in: {', '.join(unknown)}.", loc=("topics",))
-        picked = [(q, None) for q in pool]
-        required = min(spec.count or 5, len(pool))
-        if not 1 <= required <= MAX_QUIZ_QUESTIONS:
+        asked = spec.count if spec.count is not None else DEFAULT_QUIZ_LENGTH
+        if not 1 <= asked <= MAX_QUIZ_QUESTIONS:
             raise ClassError(f"A quiz has 1 to {MAX_QUIZ_QUESTIONS} questions.", loc=("count",))
+        picked = [(q, None) for q in pool]
+        required = min(asked, len(pool))
     else:
         picked = _fixed_list(db_session, spec)
         required = len(picked)

@@ -4,12 +4,18 @@ learner account signed in on its own browser."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
 
 from app.clock import FixedClock
-from tests.factories import T0, Account, login
+from app.questions.bank import load_bank
+from app.questions.service import import_bank
+from tests.factories import T0, TESTS, Account, login
+
+EXERCISE_BANK = TESTS / "fixtures" / "exercise_bank"
+VARIANT_BANK = TESTS / "fixtures" / "variant_bank"
 
 
 @pytest.fixture
@@ -44,3 +50,13 @@ def learner_client(new_client: Callable[..., TestClient], learner_account: Accou
     browser = new_client()
     assert login(browser, learner_account.username).status_code == 303
     return browser
+
+
+@pytest.fixture
+def more_banks(loaded: None, session_factory: Any) -> None:
+    """The fixture exercise and the variant bank's questions too (beside the fixture bank)."""
+    for folder in (EXERCISE_BANK, VARIANT_BANK):
+        bank = load_bank(folder)
+        assert bank.ok, bank.errors
+        with session_factory.begin() as session:
+            import_bank(db_session=session, bank=bank, retire_missing=False)
