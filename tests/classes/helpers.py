@@ -54,3 +54,10 @@ def post_form(client: TestClient, page_path: str, selector: str, **data: Any) ->
     """Submit the form `selector` of a page with its hidden fields and `data`."""
     action, hidden = form_fields(parse(client.get(page_path)), selector)
     return client.post(action, data={**hidden, **data}, follow_redirects=False)
+
+
+def csrf_of(client: TestClient) -> str:
+    """This browser's CSRF token, as its pages' forms carry it."""
+    field = parse(client.get("/login")).select_one("input[name=csrf_token]")
+    assert field is not None
+    return str(field["value"])

@@ -11,16 +11,18 @@ from datetime import timedelta
 
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session, sessionmaker
+from typer.testing import CliRunner
 
+from app.accounts import service as accounts
 from app.classes import service
 from app.classes.models import AssignmentStart, ClassMember
+from app.cli import app as cli_app
 from app.clock import FixedClock
 from app.progress import service as progress
 from app.questions import service as questions_service
 from app.quizzes.models import QuizItem
 from app.quizzes.service import record_exercise_pass
-from tests.authoring.helpers import csrf_of
-from tests.classes.helpers import add_assignment, join, join_path, make_class, post_form
+from tests.classes.helpers import add_assignment, csrf_of, join, join_path, make_class, post_form
 from tests.factories import FIXTURE, PASSWORD, T0, Account, answer, count, form_fields, login, parse, text
 
 ALL_BASICS = ["fixture-single", "fixture-multi", "fixture-numeric"]
@@ -441,3 +443,17 @@ def test_the_api_shows_an_instructor_their_class_and_a_member_their_own_work(
     assert mine["class_id"] == pseudonym and mine["work"][0]["status"] == "done"
     assert learner_client.get(f"/api/v1/classes/{class_id}").status_code == 403
     assert instructor_client.get(f"/api/v1/classes/{class_id}/me").status_code == 403
+
+
+def test_the_command_line_makes_an_instructor(
+    cli_env: CliRunner, session_factory: sessionmaker[Session],
+) -> None:
+    help_text = " ".join(cli_env.invoke(cli_app, ["admin", "create", "--help"]).output.split())
+    assert "author, admin or instructor" in help_text
+    r = cli_env.invoke(cli_app, ["admin", "create", "ivy", "--role", "instructor", "--password-stdin"],
+                       input=PASSWORD + "\n", prog_name="ddpdrill")
+    assert r.exit_code == 0, r.output
+    assert "Created instructor ivy." in r.output
+    with session_factory() as s:
+        user = accounts.get_user_by_name(db_session=s, username="ivy")
+        assert user is not None and user.is_instructor and not user.is_staff
