@@ -524,17 +524,22 @@ def _question_work(db_session: Session, class_id: int, member_id: int | None,
     where = [m.class_id == class_id, a.kind != KIND_MOCK]
     if member_id is not None:
         where.append(m.id == member_id)
+    # Every (member, assignment, question) with the moment its work starts to count, made
+    # first (MATERIALIZED): then each is one lookup in the attempts' (learner, question)
+    # index. Left to itself, SQLite walked every attempt of each learner once per assignment.
+    pairs = (select(a.id.label("aid"), m.id.label("mid"), m.learner_id.label("lid"),
+                    aq.question_id.label("qid"),
+                    case((a.opens_at > m.joined_at, a.opens_at), else_=m.joined_at).label("since"))
+             .select_from(m).join(a, a.class_id == m.class_id).join(aq, aq.assignment_id == a.id)
+             .where(*where).cte("pairs").prefix_with("MATERIALIZED"))
     ranked = (
-        select(a.id.label("aid"), m.id.label("mid"), att.question_id.label("qid"),
-               att.score.label("score"), att.created_at.label("at"),
-               func.row_number().over(partition_by=(a.id, m.id, att.question_id),
+        select(pairs.c.aid, pairs.c.mid, att.question_id.label("qid"), att.score.label("score"),
+               att.created_at.label("at"),
+               func.row_number().over(partition_by=(pairs.c.aid, pairs.c.mid, att.question_id),
                                       order_by=(att.created_at, att.id)).label("rn"))
-        .select_from(m)
-        .join(a, a.class_id == m.class_id)
-        .join(aq, aq.assignment_id == a.id)
-        .join(att, and_(att.learner_id == m.learner_id, att.question_id == aq.question_id,
-                        att.created_at >= a.opens_at, att.created_at >= m.joined_at))
-        .where(*where)).subquery()
+        .select_from(pairs)
+        .join(att, and_(att.learner_id == pairs.c.lid, att.question_id == pairs.c.qid,
+                        att.created_at >= pairs.c.since))).subquery()
     firsts = (select(ranked.c.aid, ranked.c.mid, ranked.c.score, ranked.c.at,
                      func.row_number().over(partition_by=(ranked.c.aid, ranked.c.mid),
                                             order_by=(ranked.c.at, ranked.c.qid)).label("k"))
@@ -609,21 +614,23 @@ def mastery_by_member(*, db_session: Session, class_id: int, now: datetime,
     # The scheduler's own curve constants (private in fsrs, but the curve is its definition).
     decay = float(review.SCHEDULER._DECAY)
     factor = float(review.SCHEDULER._FACTOR)
-    stability = ReviewCard.card["stability"].as_float()
-    days = _elapsed_days(db_session, now)
-    days = case((days < 0, 0.0), else_=days)
-    recall = func.power(1.0 + factor * cast(days, Float) / stability, decay)
-    where = [ClassMember.class_id == class_id, ReviewCard.last_review.is_not(None),
-             stability > 0]
+    where = [ClassMember.class_id == class_id, ReviewCard.last_review.is_not(None)]
     if member_id is not None:
         where.append(ClassMember.id == member_id)
-    rows = db_session.execute(
-        select(ClassMember.id, Question.topic, func.sum(recall))
-        .select_from(ClassMember)
-        .join(ReviewCard, ReviewCard.learner_id == ClassMember.learner_id)
-        .join(Question, and_(Question.id == ReviewCard.question_id,
-                             Question.status == STATUS_PUBLISHED))
-        .where(*where).group_by(ClassMember.id, Question.topic))
+    # Each card's stability and whole days since its review, once; then the curve, summed per
+    # member and topic. (FSRS keeps stability above zero; a card without one sums as null, 0.)
+    cards = (select(ClassMember.id.label("mid"), Question.topic.label("topic"),
+                    ReviewCard.card["stability"].as_float().label("stability"),
+                    _elapsed_days(db_session, now).label("days"))
+             .select_from(ClassMember)
+             .join(ReviewCard, ReviewCard.learner_id == ClassMember.learner_id)
+             .join(Question, and_(Question.id == ReviewCard.question_id,
+                                  Question.status == STATUS_PUBLISHED))
+             .where(*where)).subquery()
+    days = case((cards.c.days < 0, 0.0), else_=cards.c.days)
+    recall = func.power(1.0 + factor * cast(days, Float) / cards.c.stability, decay)
+    rows = db_session.execute(select(cards.c.mid, cards.c.topic, func.sum(recall))
+                              .group_by(cards.c.mid, cards.c.topic))
     sums: dict[int, dict[str, float]] = {}
     for mid, topic, total in rows:
         sums.setdefault(mid, {})[topic] = float(total or 0.0)
@@ -695,10 +702,14 @@ def class_report(*, db_session: Session, classroom: Classroom, now: datetime,
     topics, mastery = mastery_by_member(db_session=db_session, class_id=classroom.id, now=now,
                                         member_id=member_id)
     rows = [AssignmentRow(a) for a in assignments]
+    by_member: dict[int, dict[int, Work]] = {}
+    for (mid, aid), w in work.items():
+        by_member.setdefault(mid, {})[aid] = w
     out = []
     for member, username in members:
-        mine = {aid: w for (mid, aid), w in work.items() if mid == member.id}
-        row = MemberRow(member, username, mastery.get(member.id, [0.0] * len(topics)), mine)
+        row = MemberRow(member, username, mastery.get(member.id, [0.0] * len(topics)),
+                        by_member.get(member.id, {}))
+        mine = row.work
         for ar in rows:
             st = status(mine.get(ar.assignment.id), ar.assignment, now)
             ar.done += st == STATUS_DONE
