@@ -21,6 +21,7 @@ Usage: .venv/bin/python benchmarks/class_page.py [--postgresql URL]
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import sys
 import tempfile
@@ -214,6 +215,22 @@ def statements_of_one_report(url: str, class_id: int) -> tuple[int, float]:
     return n, best
 
 
+def server_cpu_s(port: int) -> float:
+    """CPU seconds (user + system) the `ddpdrill serve` listening on `port` has used: a figure
+    that other work on a busy machine moves far less than wall-clock latency."""
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            args = (proc / "cmdline").read_bytes().split(b"\0")
+            if b"serve" in args and str(port).encode() in args:
+                fields = (proc / "stat").read_text().rsplit(")", 1)[1].split()
+                return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        except OSError:
+            continue
+    raise RuntimeError("the server's process was not found")
+
+
 def timed(fn, n: int) -> list[float]:  # type: ignore[no-untyped-def]
     out = []
     for _ in range(n):
@@ -241,19 +258,25 @@ def run(url: str, label: str) -> bool:
 
         def class_page() -> None:
             status, body = client.request_raw("GET", f"/classes/{class_id}")
-            assert status == 200 and body.count(b'<td class="m m') == LEARNERS * TOPICS, status
+            assert status == 200 and body.count(b"<td class=m") == LEARNERS * TOPICS, status
 
         def scores() -> None:
             status, body = client.request_raw("GET", f"/classes/{class_id}/scores.csv")
             assert status == 200 and body.count(b"\r\n") == LEARNERS + 1, status
 
         timed(class_page, 5)  # warm up: the first requests pay for imports and templates
+        cpu0 = server_cpu_s(port)
         page = timed(class_page, 100)
+        cpu_ms = (server_cpu_s(port) - cpu0) * 1000 / len(page)
         csv_times = timed(scores, 30)
+    load = os.getloadavg()[0]
     p50, p99 = percentile(page, 50), percentile(page, 99)
     print(f"[{label}] class page GET /classes/{{id}} ({LEARNERS} learners x {TOPICS} topics, "
           f"8 assignments): p50 {p50:.1f} ms, p99 {p99:.1f} ms (n={len(page)}); "
           f"p50 / target {TARGET_MS} ms = {p50 / TARGET_MS:.2f}")
+    print(f"[{label}] (no target) the web process's CPU per class page: {cpu_ms:.1f} ms "
+          f"(the database's own is {'in it' if label == 'sqlite' else 'not'}); load average "
+          f"{load:.1f}")
     print(f"[{label}] (no target) scores CSV: p50 {percentile(csv_times, 50):.1f} ms "
           f"(n={len(csv_times)}); one class report in process: {statements} statements, "
           f"{in_process:.1f} ms")

@@ -17,6 +17,7 @@ import io
 import random
 import secrets
 import uuid
+from bisect import bisect_right
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -640,7 +641,7 @@ def mastery_by_member(*, db_session: Session, class_id: int, now: datetime,
 
 def mastery_level(value: float) -> int:
     """The heatmap's shade of a mastery (0..4)."""
-    return sum(1 for bound in MASTERY_LEVELS if value >= bound)
+    return bisect_right(MASTERY_LEVELS, value)
 
 
 # The class page ---------------------------------------------------------------------------

@@ -123,8 +123,8 @@ def heat_cells(values: list[float]) -> Markup:
     """One member's row of the mastery heatmap: a cell per topic, shaded by level, its percent
     as text. Built here rather than in the template: a class of 200 has 8,000 cells, and
     Jinja's per-cell escaping and filters cost most of the page's time."""
-    return Markup("".join(f'<td class="m m{service.mastery_level(v)}">{round(v * 100)}</td>'
-                          for v in values))
+    level = service.mastery_level
+    return Markup("".join([f"<td class=m{level(v)}>{round(v * 100)}</td>" for v in values]))
 
 
 def completion_cells(report: service.ClassReport, row: service.MemberRow) -> Markup:
