@@ -43,7 +43,7 @@ from app.mock import service as mock
 from app.mock.models import MockInterview
 from app.questions.models import STATUS_PUBLISHED, Question, Topic
 from app.questions.schema import describe_variant
-from app.questions.service import revision_doc
+from app.questions.service import revision_doc, revision_variant
 from app.quizzes.models import Attempt, Quiz, QuizItem
 from app.quizzes.service import MAX_QUIZ_QUESTIONS, ensure_learner
 from app.review import service as review
@@ -400,14 +400,13 @@ def assignment_questions(*, db_session: Session, assignment: Assignment) -> list
         .order_by(AssignmentQuestion.position)).unique()
     out = []
     for aq, q in rows:
-        doc = revision_doc(q.current_revision) if q.current_revision is not None else None
         name, prompt = None, ""
-        if doc is not None:
-            shown = doc
-            if aq.variant is not None and doc.variables and aq.variant < doc.variant_count:
-                shown = doc.render(aq.variant)
+        revision = q.current_revision
+        if revision is not None and aq.variant is not None:
+            doc = revision_doc(revision)
+            if doc.variables and aq.variant < doc.variant_count:
+                prompt = revision_variant(revision=revision, variant=aq.variant).prompt
                 name = describe_variant(aq.variant, doc.variant_params(aq.variant))
-            prompt = shown.prompt if not shown.variables else ""
         out.append(AssignedQuestion(q.slug, q.title, q.topic, q.type, aq.variant, name, prompt))
     return out
 
