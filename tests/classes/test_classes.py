@@ -10,6 +10,7 @@ from collections.abc import Callable
 from datetime import timedelta
 
 from fastapi.testclient import TestClient
+from sqlalchemy import Engine, event
 from sqlalchemy.orm import Session, sessionmaker
 from typer.testing import CliRunner
 
@@ -457,3 +458,43 @@ def test_the_command_line_makes_an_instructor(
     with session_factory() as s:
         user = accounts.get_user_by_name(db_session=s, username="ivy")
         assert user is not None and user.is_instructor and not user.is_staff
+
+
+def test_the_class_report_sends_the_same_few_statements_for_any_class_size(
+    instructor_client: TestClient, new_client: Callable[..., TestClient],
+    make_user: Callable[..., Account], clock: FixedClock, session_factory: sessionmaker[Session],
+    db_engine: Engine,
+) -> None:
+    class_id = make_class(instructor_client)
+    path = join_path(instructor_client, class_id)
+    add_assignment(instructor_client, class_id, title="Fixed", questions=ALL_BASICS)
+    add_assignment(instructor_client, class_id, title="Topic", topics=["traces"], count="1")
+    add_assignment(instructor_client, class_id, title="Mock", kind="mock", minutes="10")
+
+    def statements() -> int:
+        sent: list[str] = []
+
+        def count(_conn: object, _cursor: object, statement: str, *_: object) -> None:
+            sent.append(statement)
+
+        event.listen(db_engine, "before_cursor_execute", count)
+        try:
+            with session_factory() as s:
+                classroom = service.get_class(db_session=s, class_id=class_id)
+                assert classroom is not None
+                sent.clear()
+                service.class_report(db_session=s, classroom=classroom, now=clock.now())
+        finally:
+            event.remove(db_engine, "before_cursor_execute", count)
+        return len([st for st in sent if not st.startswith("BEGIN")])
+
+    sizes = []
+    for n in range(4):
+        make_user(f"member{n}", "learner")
+        browser = new_client()
+        login(browser, f"member{n}")
+        join(browser, path)
+        answer(browser, "fixture-single", FIXTURE["fixture-single"]["right"])
+        post_form(browser, f"/classes/{class_id}/me", "li[data-assignment] form")
+        sizes.append(statements())
+    assert sizes == [sizes[0]] * 4 and sizes[0] <= 8, sizes
