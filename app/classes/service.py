@@ -23,6 +23,7 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Float, and_, case, cast, delete, extract, func, literal, select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from app.accounts.models import User
@@ -56,7 +57,7 @@ MAX_ASSIGNMENTS = 100
 DEFAULT_QUIZ_LENGTH = 5
 # A set of exercises longer than this is several assignments.
 MAX_EXERCISES = 20
-# Heatmap shades: mastery below each bound gets that level (0..4), as on the dashboard's bars.
+# Heatmap shades: a mastery gets one level (0..4) per bound it reaches: steps of 20 %.
 MASTERY_LEVELS = (0.2, 0.4, 0.6, 0.8)
 # The CSV's cells that a spreadsheet would run as a formula start with one of these.
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
@@ -178,8 +179,16 @@ def join(*, db_session: Session, classroom: Classroom, user: User, learner_id: s
     ensure_learner(db_session=db_session, learner_id=learner_id)
     member = ClassMember(class_id=classroom.id, user_id=user.id, learner_id=learner_id,
                          pseudonym=_pseudonym(db_session, classroom.id), joined_at=now)
-    db_session.add(member)
-    db_session.flush()
+    try:
+        # A double-clicked Join: the unique (class, account) keeps one membership.
+        with db_session.begin_nested():
+            db_session.add(member)
+            db_session.flush()
+    except IntegrityError:
+        existing = membership(db_session=db_session, class_id=classroom.id, user_id=user.id)
+        if existing is None:
+            raise
+        return existing
     return member
 
 
@@ -426,22 +435,36 @@ def start(*, db_session: Session, assignment: Assignment, member: ClassMember, n
         raise ClassError("An exercise is done on its own page.")
     if not is_open(assignment, now):
         raise Conflict(f"This assignment opens on {assignment.opens_at:%Y-%m-%d %H:%M} UTC.")
-    started = db_session.scalar(select(Quiz).join(AssignmentStart, AssignmentStart.quiz_id == Quiz.id)
-                                .where(AssignmentStart.assignment_id == assignment.id,
-                                       AssignmentStart.learner_id == member.learner_id))
+    started = _started(db_session, assignment, member)
     if started is not None:
         return started
-    if assignment.kind == KIND_MOCK:
-        interview = mock.start(db_session=db_session, learner_id=member.learner_id,
-                               minutes=assignment.minutes or mock.DEFAULT_MINUTES, now=now, rng=rng)
-        quiz = db_session.get(Quiz, interview.quiz_id)
-        assert quiz is not None
-    else:
-        quiz = _quiz_of(db_session, assignment, member, now, rng or random.Random())
-    db_session.add(AssignmentStart(assignment_id=assignment.id, learner_id=member.learner_id,
-                                   quiz_id=quiz.id, started_at=now))
-    db_session.flush()
+    try:
+        # In a savepoint: a second press of Start that got here at the same moment loses
+        # to the unique (assignment, learner) and takes the first one's quiz, leaving none.
+        with db_session.begin_nested():
+            if assignment.kind == KIND_MOCK:
+                interview = mock.start(db_session=db_session, learner_id=member.learner_id,
+                                       minutes=assignment.minutes or mock.DEFAULT_MINUTES, now=now,
+                                       rng=rng)
+                quiz = db_session.get(Quiz, interview.quiz_id)
+                assert quiz is not None
+            else:
+                quiz = _quiz_of(db_session, assignment, member, now, rng or random.Random())
+            db_session.add(AssignmentStart(assignment_id=assignment.id, learner_id=member.learner_id,
+                                           quiz_id=quiz.id, started_at=now))
+            db_session.flush()
+    except IntegrityError:
+        winner = _started(db_session, assignment, member)
+        if winner is None:
+            raise
+        return winner
     return quiz
+
+
+def _started(db_session: Session, assignment: Assignment, member: ClassMember) -> Quiz | None:
+    return db_session.scalar(select(Quiz).join(AssignmentStart, AssignmentStart.quiz_id == Quiz.id)
+                             .where(AssignmentStart.assignment_id == assignment.id,
+                                    AssignmentStart.learner_id == member.learner_id))
 
 
 def _quiz_of(db_session: Session, assignment: Assignment, member: ClassMember, now: datetime,

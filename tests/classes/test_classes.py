@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import csv
 import io
+import threading
 from collections.abc import Callable
 from datetime import timedelta
 
+import sqlalchemy as sa
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine, event
 from sqlalchemy.orm import Session, sessionmaker
@@ -16,12 +18,12 @@ from typer.testing import CliRunner
 
 from app.accounts import service as accounts
 from app.classes import service
-from app.classes.models import AssignmentStart, ClassMember
+from app.classes.models import Assignment, AssignmentStart, ClassMember
 from app.cli import app as cli_app
 from app.clock import FixedClock
 from app.progress import service as progress
 from app.questions import service as questions_service
-from app.quizzes.models import QuizItem
+from app.quizzes.models import Quiz, QuizItem
 from app.quizzes.service import record_exercise_pass
 from tests.classes.helpers import add_assignment, csrf_of, join, join_path, make_class, post_form
 from tests.factories import FIXTURE, PASSWORD, T0, Account, answer, count, form_fields, login, parse, text
@@ -498,3 +500,48 @@ def test_the_class_report_sends_the_same_few_statements_for_any_class_size(
         post_form(browser, f"/classes/{class_id}/me", "li[data-assignment] form")
         sizes.append(statements())
     assert sizes == [sizes[0]] * 4 and sizes[0] <= 8, sizes
+
+
+def test_two_starts_at_once_make_one_quiz(
+    instructor_client: TestClient, learner_client: TestClient, clock: FixedClock,
+    session_factory: sessionmaker[Session], db_engine: Engine,
+) -> None:
+    """Start pressed twice at once: the second waits on the first (SQLite's write lock, or
+    PostgreSQL's unique index), then takes the first one's quiz; no second quiz is left."""
+    class_id = make_class(instructor_client)
+    add_assignment(instructor_client, class_id, questions=ALL_BASICS)
+    join(learner_client, join_path(instructor_client, class_id))
+    with session_factory() as s:
+        member = s.query(ClassMember).one()
+        assignment_id, member_id = service.class_assignments(db_session=s, class_id=class_id)[0].id, member.id
+
+    def start(session: Session) -> str:
+        assignment, m = session.get(Assignment, assignment_id), session.get(ClassMember, member_id)
+        assert assignment is not None and m is not None
+        return service.start(db_session=session, assignment=assignment, member=m, now=clock.now()).id
+
+    first = session_factory()
+    first_quiz = start(first)
+    second: dict[str, str] = {}
+
+    def other() -> None:
+        with session_factory() as s:
+            second["quiz"] = start(s)
+            s.commit()
+
+    thread = threading.Thread(target=other)
+    thread.start()
+    if db_engine.dialect.name == "postgresql":
+        # Commit only once the second start waits on the first one's row. (Autocommit: a
+        # transaction would see pg_stat_activity as it was when it began.)
+        with db_engine.connect().execution_options(isolation_level="AUTOCOMMIT") as watch:
+            while not watch.execute(sa.text(
+                    "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                    "AND query LIKE 'INSERT INTO class_assignment_starts%'")).scalar():
+                thread.join(0.01)
+    first.commit()
+    first.close()
+    thread.join()
+    assert second["quiz"] == first_quiz
+    assert count(session_factory, AssignmentStart) == 1
+    assert count(session_factory, Quiz) == 1
