@@ -212,3 +212,12 @@ def test_every_class_form_checks_csrf(app_client: TestClient, visitors: dict[str
         browser = visitors["browsers"][who]
         assert browser.request(method, path, data={"x": "1"}).status_code == 403, path
         assert browser.request(method, path, data={"csrf_token": "forged"}).status_code == 403, path
+
+
+def test_huge_ids_in_class_urls_are_4xx(visitors: dict[str, Any]) -> None:
+    huge = "9" * 30
+    for who, path in (("instructor", f"/classes/{huge}"), ("instructor", f"/api/v1/classes/{huge}"),
+                      ("instructor", f"/classes/1/assignments/{huge}"), ("member", f"/classes/{huge}/me"),
+                      ("instructor", "/classes/2147483648/scores.csv")):
+        r = visitors["browsers"][who].get(path)
+        assert 400 <= r.status_code < 500, (path, r.status_code)
