@@ -12,7 +12,7 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse, Response
-from markupsafe import Markup
+from markupsafe import Markup, escape
 from sqlalchemy.orm import Session
 from starlette.datastructures import FormData
 
@@ -119,26 +119,52 @@ def join(token: str, db_session: SessionDep, user: LearnerUser, learner_id: Curr
     return RedirectResponse(f"/classes/{classroom.id}/me", status_code=303)
 
 
-def heat_cells(values: list[float]) -> Markup:
-    """One member's row of the mastery heatmap: a cell per topic, shaded by level, its percent
-    as text. Built here rather than in the template: a class of 200 has 8,000 cells, and
-    Jinja's per-cell escaping and filters cost most of the page's time."""
+# The class page's long tables are built here, not in the template: a class of 200 has 8,000
+# heatmap cells and 1,600 completion cells, and Jinja's per-value escaping, attribute lookups
+# and filters cost most of the page's time (docs/performance.md). What comes from users
+# (usernames, titles) is escaped; the rest is numbers and a fixed set of words.
+
+
+def _member_th(row: service.MemberRow, with_id: bool) -> str:
+    name = escape(row.username)
+    tag = f' <span class="hint">{escape(row.member.pseudonym)}</span>' if with_id else ""
+    return f'<tr data-member="{escape(row.member.pseudonym)}"><th scope="row">{name}{tag}</th>'
+
+
+def heat_rows(report: service.ClassReport) -> Markup:
+    """The mastery heatmap's rows: per member a cell per topic, shaded by level, its percent
+    as text."""
     level = service.mastery_level
-    return Markup("".join([f"<td class=m{level(v)}>{round(v * 100)}</td>" for v in values]))
+    return Markup("\n".join(
+        _member_th(row, False)
+        + "".join([f"<td class=m{level(v)}>{round(v * 100)}</td>" for v in row.mastery]) + "</tr>"
+        for row in report.members))
 
 
-def completion_cells(report: service.ClassReport, row: service.MemberRow) -> Markup:
-    """One member's row of the completion table: per assignment the status (from a fixed set
-    of words) and, once it means something, the score in percent."""
-    cells = []
-    for ar in report.assignments:
-        aid = ar.assignment.id
-        w = row.work.get(aid)
-        st = report.status(row, ar.assignment)
-        score = f" {round(w.score * 100)}%" if w and (w.done_at or not w.started) else ""
-        cells.append(f'<td data-assignment="{aid}"><span class="st st-{st.replace(" ", "-")}">'
-                     f"{st}</span>{score}</td>")
-    return Markup("".join(cells))
+def completion_rows(report: service.ClassReport) -> Markup:
+    """The completion table's rows: per member and assignment the status and, once it means
+    something, the score in percent."""
+    lines = []
+    for row in report.members:
+        cells = [_member_th(row, True)]
+        for ar in report.assignments:
+            aid = ar.assignment.id
+            w = row.work.get(aid)
+            st = report.status(row, ar.assignment)
+            score = f" {round(w.score * 100)}%" if w and (w.done_at or not w.started) else ""
+            cells.append(f'<td data-assignment="{aid}"><span class="st st-{st.replace(" ", "-")}">'
+                         f"{st}</span>{score}</td>")
+        lines.append("".join(cells) + "</tr>")
+    return Markup("\n".join(lines))
+
+
+def behind_items(report: service.ClassReport) -> Markup:
+    """Who is behind, as list items: most overdue first, the overdue assignments named."""
+    return Markup("\n".join(
+        f'<li data-member="{escape(row.member.pseudonym)}"><strong>{escape(row.username)}</strong> '
+        f"({escape(row.member.pseudonym)}): {len(row.overdue)} overdue — "
+        + ", ".join(str(escape(a.title)) for a in row.overdue) + "</li>"
+        for row in report.behind))
 
 
 @router.get("/classes/{class_id}")
@@ -148,8 +174,8 @@ def class_page(request: Request, class_id: int, db_session: SessionDep, user: In
     report = service.class_report(db_session=db_session, classroom=classroom, now=clock.now())
     return _page(request, "class.html", {
         "user": user, "r": report, "join_url": _join_url(request, classroom),
-        "heat": {row.member.id: heat_cells(row.mastery) for row in report.members},
-        "done": {row.member.id: completion_cells(report, row) for row in report.members}})
+        "heat_rows": heat_rows(report), "completion_rows": completion_rows(report),
+        "behind": behind_items(report)})
 
 
 @router.post("/classes/{class_id}/link")

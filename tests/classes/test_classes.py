@@ -545,3 +545,17 @@ def test_two_starts_at_once_make_one_quiz(
     assert second["quiz"] == first_quiz
     assert count(session_factory, AssignmentStart) == 1
     assert count(session_factory, Quiz) == 1
+
+
+def test_titles_on_the_class_page_are_text_not_markup(
+    instructor_client: TestClient, learner_client: TestClient, clock: FixedClock,
+) -> None:
+    class_id = make_class(instructor_client, "<i>Class</i>")
+    add_assignment(instructor_client, class_id, title="<b>Week</b>", questions=["fixture-single"],
+                   due=T0 + timedelta(hours=1))
+    join(learner_client, join_path(instructor_client, class_id))
+    clock.advance(timedelta(hours=2))
+    page = instructor_client.get(f"/classes/{class_id}")
+    assert "<b>" not in page.text and "<i>" not in page.text
+    behind = parse(page).select_one("ul.behind li")
+    assert behind is not None and text(behind).endswith("1 overdue — <b>Week</b>")
