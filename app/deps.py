@@ -207,8 +207,8 @@ InstructorUser = Annotated[User, Depends(require_instructor)]
 
 
 def client_ip(request: Request) -> str:
-    """The peer address. Behind a proxy this is the proxy's, unless uvicorn is started
-    with --proxy-headers and a trusted --forwarded-allow-ips (docs/authoring.md)."""
+    """The peer address. Behind a proxy this is the proxy's, unless `serve` is told to believe
+    the proxy's X-Forwarded-For (DDPDRILL_FORWARDED_ALLOW_IPS; never by default)."""
     return (request.client.host if request.client else "") or "unknown"
 
 

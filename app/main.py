@@ -54,7 +54,10 @@ from app.reports import api as reports_api
 from app.reports import views as reports_views
 from app.review import api as review_api
 from app.review import views as review_views
+from app.review.worker import FitWorker
 from app.settings import Settings, get_settings
+from app.stats import api as stats_api
+from app.stats import views as stats_views
 from app.templating import STATIC_DIR, templates
 from app.verify import views as verify_views
 from app.verify.engine import sandbox_status
@@ -152,9 +155,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             threading.Thread(target=warm_engine, args=(settings.sandbox,), name="engine-warmup",
                              daemon=True).start()
             pool.start()
+            fits = FitWorker(app.state.sessionmaker, settings, clock=app.state.clock)
+            fits.start()
         yield
         if pool is not None:
             pool.shutdown(timeout=30)
+            fits.shutdown(timeout=30)
         engine.dispose()
 
     app = FastAPI(title="DDP Drill", version="0.1.0", lifespan=lifespan,
@@ -204,7 +210,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                    reports_api.router, review_views.router, reports_views.router,
                    exercises_api.router, exercises_views.router, progress_api.router,
                    mock_api.router, mock_views.router, progress_views.router,
-                   accounts_views.router, authoring_views.router, classes_api.router, classes_views.router):
+                   accounts_views.router, authoring_views.router, stats_views.router, stats_api.router,
+                   classes_api.router, classes_views.router):
         app.include_router(router)
 
     css = pygments_css()

@@ -8,13 +8,14 @@ from app.accounts.models import AuditEntry, Learner, User
 from app.authoring.models import BankUpload
 from app.classes.models import Assignment, AssignmentQuestion, AssignmentStart, ClassMember, Classroom
 from app.db import Base
+from app.exercises.models import ExerciseSubmission
 from app.mock.models import MockInterview
 from app.progress.models import LearnerGoal
 from app.questions.models import Question, QuestionRevision, Topic
-from app.quizzes.models import Attempt, Quiz, QuizItem
+from app.quizzes.models import Attempt, PartialAnswer, Quiz, QuizItem
 from app.ratelimit import RateHit
 from app.reports.models import ProblemReport
-from app.review.models import ReviewCard, ReviewLog
+from app.review.models import LearnerSchedule, ReviewCard, ReviewLog, ScheduleFit
 from app.verify.models import Run, Verdict
 
 __all__ = [
@@ -27,9 +28,12 @@ __all__ = [
     "Base",
     "ClassMember",
     "Classroom",
+    "ExerciseSubmission",
     "Learner",
     "LearnerGoal",
+    "LearnerSchedule",
     "MockInterview",
+    "PartialAnswer",
     "ProblemReport",
     "Question",
     "QuestionRevision",
@@ -39,6 +43,7 @@ __all__ = [
     "ReviewCard",
     "ReviewLog",
     "Run",
+    "ScheduleFit",
     "Topic",
     "User",
     "Verdict",

@@ -35,6 +35,9 @@ class Settings(BaseSettings):
     # link the app hands out (a mock report's share link) starts with it, never with the
     # request's Host header, which a client controls. Unset: http://HOST:PORT.
     public_base_url: str | None = None
+    # Reverse proxies whose X-Forwarded-For the app believes (uvicorn's forwarded_allow_ips,
+    # comma-separated addresses or "*"). Unset: none, the TCP peer is the client.
+    forwarded_allow_ips: str | None = None
     # Host headers the app answers (Starlette's TrustedHostMiddleware), comma-separated;
     # "*" answers any. Set it to the public name(s) when the app is reachable from outside.
     allowed_hosts: str = "*"
@@ -54,13 +57,21 @@ class Settings(BaseSettings):
     max_requests_in_flight: int = Field(256, ge=1)
     admission_wait_s: float = Field(5.0, ge=0)
 
-    # In-process verify workers started by `serve`; 0 turns them off.
-    workers: int = 1
+    # In-process verify workers started by `serve`; 0 turns them off. With 2 or more, one
+    # takes only the bank's shared runs, so learners' own code never delays their Verify.
+    workers: int = Field(3, ge=0, le=16)
     # Fresh (uncached) verify runs a learner may start per minute.
     verify_rate_per_minute: int = 20
     # Runs of a learner's own exercise code per minute (one Run costs one per audited
     # combination); the per-address budget is four times this.
     exercise_rate_per_minute: int = 30
+    # Private runs (learners' exercise code, authors' Run now) that may wait at once: for
+    # one learner or author, for one client address, and in all (see docs/verify-service.md).
+    private_queue_per_owner: int = Field(8, ge=1)
+    private_queue_per_address: int = Field(24, ge=1)
+    private_queue_total: int = Field(200, ge=1)
+    # Fresh runs an author's Run now and Verify all may start per minute.
+    author_run_rate_per_minute: int = Field(30, ge=1)
     # Seconds a worker holds a claimed run before another may take it; renewed three
     # times per lease, so a killed worker's run is taken again within about this long.
     lease_seconds: float = Field(3.0, gt=0)

@@ -9,7 +9,7 @@ document.addEventListener("click", async (event) => {
   const status = form.querySelector(".copy-status");
   const query = new URLSearchParams();
   for (const [name, value] of new FormData(form)) {
-    if (name.startsWith("knob.")) query.append(name, value);
+    if (name.startsWith("knob.") || name === "variant") query.append(name, value);
   }
   const url = `${button.dataset.script}?${query}`;
   try {
@@ -30,7 +30,7 @@ document.addEventListener("change", (event) => {
   const link = form.querySelector(".torchrun-download");
   const query = new URLSearchParams();
   for (const [name, value] of new FormData(form)) {
-    if (name.startsWith("knob.")) query.append(name, value);
+    if (name.startsWith("knob.") || name === "variant") query.append(name, value);
   }
   link.href = `${link.pathname}?${query}`;
 });

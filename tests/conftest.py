@@ -160,6 +160,18 @@ def client(app_client: TestClient, loaded: None) -> TestClient:
     return app_client
 
 
+@pytest.fixture
+def variant_client(app_client: TestClient, session_factory: sessionmaker[Session]) -> TestClient:
+    """The app with the variant bank loaded (variables, a case, a talk-through), its clock
+    standing at T0 until a test moves it (app.state.clock)."""
+    from app.clock import FixedClock
+    from tests.factories import T0, VARIANT_BANK, import_folder
+
+    import_folder(session_factory, VARIANT_BANK)
+    app_client.app.state.clock = FixedClock(T0)  # type: ignore[attr-defined]
+    return app_client
+
+
 @pytest.fixture(autouse=True)
 def fast_hasher(monkeypatch: pytest.MonkeyPatch) -> None:
     """argon2id still, with tiny costs: the recommended ones take ~0.2 s per hash."""

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -22,10 +24,15 @@ from app.identity import LEARNER_COOKIE
 from app.questions.bank import load_bank
 from app.questions.service import ImportReport, import_bank
 from app.settings import Settings
+from app.verify import service
+from app.verify.engine import HARNESS_VERSION, torch_version
+from app.verify.models import Run
 
 TESTS = Path(__file__).resolve().parent
 FIXTURE_BANK = TESTS / "fixtures" / "bank"
 BROKEN_BANKS = TESTS / "fixtures" / "broken"
+# Questions with variables (computed, measured), a case and a talk-through.
+VARIANT_BANK = TESTS / "fixtures" / "variant_bank"
 REAL_BANK = TESTS.parent / "question_bank"
 
 # The fixture bank's questions by slug: topic, a right answer and a wrong one, as a
@@ -204,3 +211,111 @@ def api_routes(app: Any) -> list[Any]:
         return [r for r in app.routes if isinstance(r, APIRoute)]
     return [c for c in iter_route_contexts(app.routes)
             if c.methods and getattr(c, "dependant", None) is not None]
+
+
+def make_request(snippet: str, *, params: dict | None = None, world_size: int = 1,
+                 timeout_s: float = 10.0, requested_by: str | None = None) -> service.RunRequest:
+    return service.RunRequest(snippet_text=snippet, world_size=world_size, params=params or {},
+                              timeout_s=timeout_s, torch_version=torch_version(),
+                              harness_version=HARNESS_VERSION, requested_by=requested_by)
+
+
+def enqueue(factory: sessionmaker[Session], req: service.RunRequest) -> int:
+    with session_scope(factory) as s:
+        run, _ = service.request_run(db_session=s, req=req)
+        return run.id
+
+
+def wait_for(predicate: Callable[[], bool], timeout: float = 30.0, interval: float = 0.05) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(interval)
+    raise AssertionError("condition not reached in time")
+
+
+def run_status(factory: sessionmaker[Session], run_id: int) -> str:
+    with session_scope(factory) as s:
+        run = s.get(Run, run_id)
+        assert run is not None
+        return run.status
+# A learner made by a known FSRS model ------------------------------------------------------
+
+# A learner who forgets much faster than FSRS's defaults expect (lower initial stabilities,
+# a slower stability gain, a steeper forgetting curve): what a fit has to find.
+FAST_FORGETTER = (0.08, 0.5, 1.0, 3.0, 6.4133, 0.8334, 3.0194, 0.001, 1.3, 0.1666, 0.796,
+                  1.4835, 0.0614, 0.2629, 1.6483, 0.6014, 1.8729, 0.5425, 0.0912, 0.0658, 0.3)
+
+
+def synthetic_reviews(parameters: Any, *, cards: int, reviews: int, seed: int,
+                      start: datetime = datetime(2025, 1, 1, tzinfo=UTC)) -> list[Any]:
+    """A review log (fsrs ReviewLogs, card ids 1..cards) of a learner whose memory follows FSRS
+    with `parameters`: each card is reviewed when the model schedules it, often late, recalled
+    with the model's predicted probability (Again when not, mostly Good when so)."""
+    import random
+    from datetime import timedelta
+
+    from fsrs import Card, Rating, Scheduler
+
+    model = Scheduler(parameters=parameters, enable_fuzzing=False)
+    rng = random.Random(seed)
+    pending = [(start + timedelta(hours=rng.uniform(0, 24 * 60)), cid, Card(card_id=cid))
+               for cid in range(1, cards + 1)]
+    logs = []
+    while len(logs) < reviews:
+        pending.sort(key=lambda p: (p[0], p[1]))
+        at, cid, card = pending[0]
+        if card.last_review is None:
+            rating = rng.choice([Rating.Again, Rating.Hard, Rating.Good, Rating.Good, Rating.Easy])
+        elif rng.random() < model.get_card_retrievability(card, at):
+            rating = rng.choices([Rating.Hard, Rating.Good, Rating.Easy], [0.15, 0.7, 0.15])[0]
+        else:
+            rating = Rating.Again
+        card, log = model.review_card(card, rating, review_datetime=at,
+                                      review_duration=rng.randint(5_000, 60_000))
+        logs.append(log)
+        pending[0] = (at + (card.due - at) * rng.uniform(0.7, 3.0), cid, card)
+    return logs
+
+
+def seed_review_log(session_factory: sessionmaker[Session], learner: str, logs: list[Any],
+                    topic: str = "synthetic") -> dict[int, int]:
+    """Store a synthetic log as a learner's: one question per card (in a topic of its own),
+    each card scheduled as the app would have with the default weights. Returns the
+    synthetic card id -> review card id."""
+    from fsrs import Card
+
+    from app.accounts.models import Learner
+    from app.questions.models import STATUS_PUBLISHED, Question, Topic
+    from app.review.models import ReviewCard, ReviewLog
+    from app.review.service import SCHEDULER
+
+    by_card: dict[int, list[Any]] = {}
+    for log in sorted(logs, key=lambda g: g.review_datetime):
+        by_card.setdefault(log.card_id, []).append(log)
+    ids: dict[int, int] = {}
+    with session_scope(session_factory) as s:
+        if s.get(Learner, learner) is None:
+            s.add(Learner(id=learner))
+        if s.get(Topic, topic) is None:
+            s.add(Topic(slug=topic, title=topic.title()))
+        s.flush()
+        for cid, seq in by_card.items():
+            q = Question(slug=f"{topic}-{learner[:8]}-{cid}", status=STATUS_PUBLISHED, topic=topic,
+                         title=f"Synthetic {cid}", difficulty=1, type="single")
+            s.add(q)
+            s.flush()
+            row = ReviewCard(learner_id=learner, question_id=q.id, card={}, due=seq[0].review_datetime)
+            s.add(row)
+            s.flush()
+            card = Card(card_id=row.id, due=seq[0].review_datetime)
+            for log in seq:
+                card, _ = SCHEDULER.review_card(card, log.rating, review_datetime=log.review_datetime)
+                s.add(ReviewLog(card_id=row.id, learner_id=learner, rating=int(log.rating),
+                                reviewed_at=log.review_datetime,
+                                log={**log.to_dict(), "card_id": row.id}))
+            row.card, row.due, row.reps = dict(card.to_dict()), card.due, len(seq)
+            row.last_review = card.last_review
+            ids[cid] = row.id
+    return ids

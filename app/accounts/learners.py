@@ -20,13 +20,14 @@ from sqlalchemy.orm import Session
 from app.accounts import service as accounts
 from app.accounts.models import ROLE_LEARNER, AuditEntry, Learner, User
 from app.classes import service as classes
+from app.exercises.models import ExerciseSubmission
 from app.mock.models import MockInterview
 from app.progress.models import LearnerGoal
 from app.questions.models import Question
-from app.quizzes.models import Attempt, Quiz, QuizItem
+from app.quizzes.models import SLOT_STANDALONE, Attempt, PartialAnswer, Quiz, QuizItem
 from app.ratelimit import RateHit
 from app.reports.models import ProblemReport
-from app.review.models import ReviewCard, ReviewLog
+from app.review.models import LearnerSchedule, ReviewCard, ReviewLog, ScheduleFit
 from app.verify.models import Run
 
 
@@ -104,7 +105,7 @@ def claim_on_sign_in(*, db_session: Session, user: User, browser_learner_id: str
 
 
 # Tables whose rows belong to one learner (learner_id), moved as they are.
-_OWNED = (Attempt, Quiz, ProblemReport, MockInterview, ReviewLog)
+_OWNED = (Attempt, Quiz, ProblemReport, MockInterview, ReviewLog, ExerciseSubmission)
 
 
 def move_history(*, db_session: Session, from_id: str, into_id: str) -> int:
@@ -136,11 +137,28 @@ def move_history(*, db_session: Session, from_id: str, into_id: str) -> int:
     for model in _OWNED:
         db_session.execute(update(model).where(model.learner_id == from_id)
                            .values(learner_id=into_id))
+    # A case or talk-through under way moves too, unless the account has one of the same
+    # question under way already: that one, the account's own, is kept.
+    busy = select(PartialAnswer.question_id).where(PartialAnswer.learner_id == into_id,
+                                                   PartialAnswer.slot == SLOT_STANDALONE)
+    db_session.execute(delete(PartialAnswer).where(PartialAnswer.learner_id == from_id,
+                                                   PartialAnswer.slot == SLOT_STANDALONE,
+                                                   PartialAnswer.question_id.in_(busy)))
+    db_session.execute(update(PartialAnswer).where(PartialAnswer.learner_id == from_id)
+                       .values(learner_id=into_id))
     if db_session.get(LearnerGoal, into_id) is None:
         db_session.execute(update(LearnerGoal).where(LearnerGoal.learner_id == from_id)
                            .values(learner_id=into_id))
     else:
         db_session.execute(delete(LearnerGoal).where(LearnerGoal.learner_id == from_id))
+    # The account's own schedule wins; an anonymous one it did not have comes along. Fitted
+    # weights stay with the log they were fitted to: the next weekly refit reads the merge.
+    if db_session.get(LearnerSchedule, into_id) is None:
+        db_session.execute(update(LearnerSchedule).where(LearnerSchedule.learner_id == from_id)
+                           .values(learner_id=into_id))
+    else:
+        db_session.execute(delete(LearnerSchedule).where(LearnerSchedule.learner_id == from_id))
+    db_session.execute(delete(ScheduleFit).where(ScheduleFit.learner_id == from_id))
     db_session.execute(update(Run).where(Run.requested_by == f"learner:{from_id}")
                        .values(requested_by=f"learner:{into_id}"))
     db_session.delete(source)
@@ -180,7 +198,7 @@ def export_data(*, db_session: Session, user: User, learner_id: str) -> dict[str
                     "created_at": _iso(user.created_at)},
         "learner_id": learner_id,
         "attempts": [{"id": a.id, "question": slugs.get(a.question_id), "revision_id": a.revision_id,
-                      "answer": a.answer, "score": a.score, "correct": a.correct,
+                      "variant": a.variant, "answer": a.answer, "score": a.score, "correct": a.correct,
                       "confidence": a.confidence, "time_taken_ms": a.time_taken_ms,
                       "quiz_item_id": a.quiz_item_id, "created_at": _iso(a.created_at)}
                      for a in attempts],
@@ -190,7 +208,8 @@ def export_data(*, db_session: Session, user: User, learner_id: str) -> dict[str
         "review_logs": [{"card_id": g.card_id, "attempt_id": g.attempt_id, "rating": g.rating,
                          "reviewed_at": _iso(g.reviewed_at), "fsrs": g.log} for g in logs],
         "problem_reports": [{"id": r.id, "question": slugs.get(r.question_id),
-                             "revision_id": r.revision_id, "kind": r.kind, "comment": r.comment,
+                             "revision_id": r.revision_id, "variant": r.variant, "kind": r.kind,
+                             "comment": r.comment,
                              "status": r.status, "note": r.note, "created_at": _iso(r.created_at),
                              "handled_at": _iso(r.handled_at)} for r in reports],
         "mock_interviews": [{"id": m.quiz_id, "minutes": m.minutes,
@@ -198,21 +217,45 @@ def export_data(*, db_session: Session, user: User, learner_id: str) -> dict[str
                              "finished_at": _iso(m.finished_at), "shared": m.share_token is not None}
                             for m in db_session.scalars(select(MockInterview).where(
                                 MockInterview.learner_id == learner_id))],
+        "schedule": next(({"desired_retention": sc.desired_retention, "parameters": sc.parameters,
+                           "fitted_at": _iso(sc.fitted_at), "fitted_reviews": sc.fitted_reviews,
+                           "fitted_loss": sc.fitted_loss, "default_loss": sc.default_loss,
+                           "optimal_retention": sc.optimal_retention}
+                          for sc in [db_session.get(LearnerSchedule, learner_id)] if sc), None),
+        "schedule_fits": [{"reason": f.reason, "status": f.status, "outcome": f.outcome,
+                           "reviews": f.reviews, "eligible": f.eligible, "seconds": f.seconds,
+                           "requested_at": _iso(f.requested_at), "finished_at": _iso(f.finished_at),
+                           "note": f.failure_reason}
+                          for f in db_session.scalars(select(ScheduleFit).where(
+                              ScheduleFit.learner_id == learner_id).order_by(ScheduleFit.requested_at,
+                                                                             ScheduleFit.id))],
         "interview_goal": next(({"interview_date": g.interview_date.isoformat()
                                  if g.interview_date else None, "target": g.target}
                                 for g in [db_session.get(LearnerGoal, learner_id)] if g), None),
+        "exercise_submissions": [
+            {"question": slugs.get(e.question_id), "passed": e.passed, "gave_up": e.gave_up,
+             "created_at": _iso(e.created_at)}
+            for e in db_session.scalars(select(ExerciseSubmission).where(
+                ExerciseSubmission.learner_id == learner_id).order_by(ExerciseSubmission.id))],
         "quizzes": [{"id": q.id, "kind": q.kind, "topics": q.topics, "difficulty": q.difficulty,
                      "started_at": _iso(q.started_at), "finished_at": _iso(q.finished_at)}
                     for q in quizzes],
         "class_memberships": classes.export_memberships(db_session=db_session, user_id=user.id),
+        # Cases and talk-throughs begun but not finished: the parts (or the text) so far.
+        "answers_in_progress": [{"question": slugs.get(p.question_id), "revision_id": p.revision_id,
+                                 "variant": p.variant, "quiz_item_id": p.quiz_item_id,
+                                 "answer": p.state, "started_at": _iso(p.created_at)}
+                                for p in db_session.scalars(select(PartialAnswer).where(
+                                    PartialAnswer.learner_id == learner_id)
+                                    .order_by(PartialAnswer.created_at, PartialAnswer.id))],
     }
 
 
 def delete_account(*, db_session: Session, user: User) -> dict[str, int]:
     """Delete a learner account and everything of its learner: attempts, review cards and
-    logs, problem reports, quizzes, class memberships, and its sessions (the user row goes,
-    so every session cookie names nobody). Other learners' rows are untouched. Returns what
-    was removed."""
+    logs, their FSRS schedule and fits, problem reports, quizzes, class memberships, and its
+    sessions (the user row goes, so every session cookie names nobody). Other learners' rows
+    are untouched. Returns what was removed."""
     learner_ids = list(db_session.scalars(select(Learner.id).where(Learner.user_id == user.id)))
     counts = {"attempts": 0, "review_cards": 0, "review_logs": 0, "problem_reports": 0,
               "quizzes": 0, "mock_interviews": 0}
@@ -228,11 +271,18 @@ def delete_account(*, db_session: Session, user: User) -> dict[str, int]:
             db_session, delete(ReviewCard).where(ReviewCard.learner_id.in_(learner_ids)))
         counts["problem_reports"] = _deleted(
             db_session, delete(ProblemReport).where(ProblemReport.learner_id.in_(learner_ids)))
+        db_session.execute(delete(PartialAnswer).where(PartialAnswer.learner_id.in_(learner_ids)))
         counts["attempts"] = _deleted(
             db_session, delete(Attempt).where(Attempt.learner_id.in_(learner_ids)))
         counts["mock_interviews"] = _deleted(
             db_session, delete(MockInterview).where(MockInterview.learner_id.in_(learner_ids)))
         db_session.execute(delete(LearnerGoal).where(LearnerGoal.learner_id.in_(learner_ids)))
+        db_session.execute(delete(ExerciseSubmission).where(
+            ExerciseSubmission.learner_id.in_(learner_ids)))
+        db_session.execute(delete(LearnerSchedule).where(LearnerSchedule.learner_id.in_(learner_ids)))
+        db_session.execute(delete(ScheduleFit).where(ScheduleFit.learner_id.in_(learner_ids)))
+        db_session.execute(delete(RateHit).where(RateHit.bucket == "fsrs-fit",
+                                                 RateHit.key.in_(learner_ids)))
         db_session.execute(delete(QuizItem).where(QuizItem.quiz_id.in_(quiz_ids)))
         counts["quizzes"] = _deleted(
             db_session, delete(Quiz).where(Quiz.learner_id.in_(learner_ids)))

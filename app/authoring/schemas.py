@@ -27,7 +27,11 @@ NEW_EXPECT = "- label: the run completes\n  outcome: ok\n"
 
 # Which form field a validation error belongs to, by its location in the document.
 _TOP_FIELDS = {"slug", "topic", "title", "tags", "difficulty", "type", "answer_format", "prompt",
-               "explanation", "choices", "answer", "trace", "exercise", "explained"}
+               "explanation", "choices", "answer", "trace", "exercise", "explained",
+               "variables", "variants", "compute", "parts", "model_answer", "rubric"}
+# The editor's YAML text areas for the fields of questions with variables, cases and
+# talk-throughs, in the bank file's own format.
+_YAML_FIELDS = ("variables", "variants", "compute", "parts", "rubric")
 # An exercise's author writes at most this many hints (schema.MAX_HINTS).
 HINT_FIELDS = 3
 _VERIFY_FIELDS = {"knobs": "knobs", "expect": "expect", "audit": "audit",
@@ -79,6 +83,8 @@ class EditorForm:
     explanation: str = ""
     choices: list[ChoiceRow] = field(default_factory=list)
     answer_value: str = ""
+    # With variables, a numeric key is an expression (`answer.formula`), never a typed number.
+    answer_formula: str = ""
     answer_unit: str = ""
     answer_abs_tol: str = ""
     answer_rel_tol: str = ""
@@ -98,6 +104,15 @@ class EditorForm:
     hints: list[str] = field(default_factory=lambda: [""] * HINT_FIELDS)
     # Choices no measurement can decide, with the reason (YAML mapping: key -> reason).
     explained: str = ""
+    # Questions with parameters: the variables, which combinations are variants, computed
+    # names (YAML, as in the bank file). Cases: their parts (YAML list). Talk-throughs: the
+    # model answer (markdown) and the rubric (YAML list of moves).
+    variables: str = ""
+    variants: str = ""
+    compute: str = ""
+    parts: str = ""
+    model_answer: str = ""
+    rubric: str = ""
     note: str = ""
     base_revision_id: str = ""
     errors: dict[str, list[str]] = field(default_factory=dict)
@@ -117,16 +132,22 @@ class EditorForm:
             trace=_dump(data.get("trace")), snippet=doc.snippet_text or "",
             explained=_dump(data.get("explained")) if doc.explained else "",
             base_revision_id=str(base_revision_id or ""),
+            variables=_dump(data.get("variables")), variants=_dump(data.get("variants")),
+            compute=_dump(data.get("compute")), parts=_dump(data.get("parts")),
+            model_answer=doc.model_answer or "", rubric=_dump(data.get("rubric")),
         )
         if doc.answer is not None:
-            form.answer_value = f"{doc.answer.value:g}"
+            # A formula question has no typed value: its key is computed per variant.
+            form.answer_value = f"{doc.answer.value:g}" if doc.answer.value is not None else ""
+            form.answer_formula = doc.answer.formula or ""
             form.answer_unit = doc.answer.unit
             form.answer_abs_tol = f"{doc.answer.abs_tol:g}" if doc.answer.abs_tol else ""
             form.answer_rel_tol = f"{doc.answer.rel_tol:g}" if doc.answer.rel_tol else ""
         if doc.verify is not None:
             v = data["verify"]
             form.snippet_file = doc.verify.snippet
-            form.world_size = str(doc.verify.world_size)
+            # A world_size variable sets each variant's ranks; the block then has none.
+            form.world_size = "" if "world_size" in doc.variables else str(doc.verify.world_size)
             form.timeout_s = f"{doc.verify.timeout_s:g}"
             form.knobs = _dump(v.get("knobs"))
             audit = v.get("audit", "default")
@@ -157,6 +178,7 @@ class EditorForm:
             tags=get("tags"), difficulty=get("difficulty", "2"), type=get("type", "single"),
             answer_format=get("answer_format"), prompt=get("prompt"), explanation=get("explanation"),
             choices=choices, answer_value=get("answer_value").strip(),
+            answer_formula=get("answer_formula").strip(),
             answer_unit=get("answer_unit").strip(), answer_abs_tol=get("answer_abs_tol").strip(),
             answer_rel_tol=get("answer_rel_tol").strip(), trace=get("trace"),
             snippet=get("snippet"), snippet_file=get("snippet_file").strip(),
@@ -167,6 +189,8 @@ class EditorForm:
             hints=[get(f"hint_{i}") for i in range(1, HINT_FIELDS + 1)],
             explained=get("explained"),
             note=get("note").strip(), base_revision_id=get("base_revision_id").strip(),
+            variables=get("variables"), variants=get("variants"), compute=get("compute"),
+            parts=get("parts"), model_answer=get("model_answer"), rubric=get("rubric"),
         )
         for name, value in vars(made).items():
             if isinstance(value, str) and len(value) > MAX_FIELD_CHARS:
@@ -219,11 +243,20 @@ class EditorForm:
         }
         if self.type == "trace":
             data["answer_format"] = self.answer_format or None
+        for name in _YAML_FIELDS:
+            value = self._yaml(name, getattr(self, name))
+            if value is not None:
+                data[name] = value
         fmt = self.answer_format if self.type == "trace" else self.type
         if fmt == "numeric":
-            answer: dict[str, Any] = {"value": self._number("answer", self.answer_value)}
-            if answer["value"] is None and "answer" not in self.errors:
-                self.error("answer", "a numeric question needs its answer")
+            answer: dict[str, Any] = (
+                {"formula": self.answer_formula} if self.answer_formula
+                else {"value": self._number("answer", self.answer_value)})
+            if self.answer_formula and self.answer_value:
+                self.error("answer", "give the value or the formula, not both")
+            if not self.answer_formula and answer["value"] is None and "answer" not in self.errors:
+                self.error("answer", "a numeric question needs its answer (a value; with "
+                                     "variables, a formula)")
             if self.answer_unit:
                 answer["unit"] = self.answer_unit
             for key, text in (("abs_tol", self.answer_abs_tol), ("rel_tol", self.answer_rel_tol)):
@@ -233,6 +266,12 @@ class EditorForm:
             data["answer"] = answer
         elif self.type == "exercise":
             data["exercise"] = self._exercise()
+        elif self.type == "talk":
+            data["model_answer"] = self.model_answer or None
+            if not self.explanation.strip():
+                data.pop("explanation")  # optional notes
+        elif self.type == "case":
+            pass  # the parts carry the choices and answers
         else:
             rows = [c for c in self.choices if c.text.strip()]
             data["choices"] = [{"key": string.ascii_lowercase[i] if i < 26 else "",
@@ -254,6 +293,8 @@ class EditorForm:
                 "world_size": self._number("world_size", self.world_size, int),
                 "timeout_s": self._number("timeout_s", self.timeout_s),
             }
+            if isinstance(data.get("variables"), dict) and "world_size" in data["variables"]:
+                verify.pop("world_size")
             knobs = self._yaml("knobs", self.knobs)
             if knobs is not None:
                 verify["knobs"] = knobs

@@ -12,7 +12,7 @@ from __future__ import annotations
 import difflib
 import tempfile
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -20,12 +20,14 @@ from typing import Any
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
+from app import ratelimit
 from app.accounts.models import ROLE_ADMIN, User
 from app.accounts.service import audit
 from app.authoring import bankfiles
 from app.authoring.models import BankUpload
 from app.db import utcnow
 from app.errors import Conflict, Forbidden, NotFound
+from app.questions import variants as templating
 from app.questions.bank import Bank, content_hash, dump_question_yaml, load_bank
 from app.questions.models import (
     STATUS_DRAFT,
@@ -35,7 +37,7 @@ from app.questions.models import (
     QuestionRevision,
     Topic,
 )
-from app.questions.schema import QuestionDoc, TopicDoc
+from app.questions.schema import QuestionDoc, TopicDoc, describe_variant
 from app.questions.service import (
     ImportReport,
     append_revision,
@@ -45,9 +47,11 @@ from app.questions.service import (
     revision_doc,
     upsert_topic,
 )
+from app.quizzes.grading import correct_answer
 from app.verify import gate
 from app.verify import service as verify_service
-from app.verify.models import Run, Verdict
+from app.verify.expectations import CheckResult, evaluate
+from app.verify.models import RUN_FAILED, Run, Verdict
 
 # An upload not confirmed within this time is deleted.
 UPLOAD_RETENTION = timedelta(hours=1)
@@ -91,6 +95,14 @@ def owner_id(*, db_session: Session, question: Question) -> int | None:
 def can_edit(*, db_session: Session, user: User, question: Question) -> bool:
     """Admins edit everything; an author edits the questions they created."""
     return user.role == ROLE_ADMIN or owner_id(db_session=db_session, question=question) == user.id
+
+
+def editable_question_ids(*, db_session: Session, user: User) -> list[int] | None:
+    """The ids of the questions this user may edit (can_edit); None for an admin: every one."""
+    if user.role == ROLE_ADMIN:
+        return None
+    return list(db_session.scalars(select(QuestionRevision.question_id).where(
+        QuestionRevision.number == 1, QuestionRevision.author_id == user.id)))
 
 
 def require_edit(*, db_session: Session, user: User, question: Question) -> None:
@@ -243,34 +255,134 @@ def retire(*, db_session: Session, question: Question, user: User) -> None:
 
 def request_verification(
     *, db_session: Session, question: Question, user: User, fresh: bool = False,
+    limit_per_minute: int = 30,
 ) -> list[Run]:
     """Queue (or reuse from the cache) a run for every audited combination of the revision that
-    publishing would show; audited. Empty when there is nothing to publish or run."""
+    publishing would show; audited. Empty when there is nothing to publish or run.
+
+    These are shared runs (the cache learners will hit once it is published). A fresh
+    request never takes from learners the runs they are shown now, and new runs count
+    against the author's budget of runs per minute."""
     rev = publishable_revision(db_session=db_session, question=question)
     if rev is None:
         return []
-    runs = gate.request_runs(db_session=db_session, revision=rev,
-                             versions=verify_service.engine_versions(),
-                             requested_by=f"author:{user.id}", fresh=fresh)
+    versions = verify_service.engine_versions()
+    planned = gate.plan(revision_doc(rev), revision_id=rev.id, versions=versions)
+    new = sum(1 for req in planned if fresh or verify_service.find_live(
+        db_session=db_session, key=req.key) is None)
+    _count_author_runs(db_session, user, new, limit_per_minute)
+    runs = gate.request_runs(db_session=db_session, revision=rev, versions=versions,
+                             requested_by=f"author:{user.id}", fresh=fresh, keep_published=True)
     audit(db_session=db_session, user=user, action="question.verify", target=question.slug,
           detail={"revision": rev.number, "runs": [r.id for r in runs]})
     return runs
 
 
+def _count_author_runs(db_session: Session, user: User, new: int, limit_per_minute: int) -> None:
+    if new:
+        ratelimit.hit(db_session=db_session, bucket="author-run", key=str(user.id),
+                      limit=limit_per_minute, window_s=60, cost=new,
+                      message=f"Too many new runs in the last minute (at most {limit_per_minute}); "
+                              "cached runs stay free. Wait a moment and run again.")
+
+
 def run_draft(
-    *, db_session: Session, doc: QuestionDoc, user: User, params: dict[str, Any], fresh: bool = False,
+    *, db_session: Session, doc: QuestionDoc, user: User, params: dict[str, Any], client_ip: str,
+    caps: verify_service.PrivateCaps, fresh: bool = False, limit_per_minute: int = 30,
 ) -> Run:
     """Run an editor's snippet as it stands (saved or not) with these knob values; audited.
 
-    Raises knobs.InvalidKnob for a value the draft does not allow.
+    A finished run of the same snippet and knobs, shared or the author's own, is reused
+    (unless `fresh`). A new run is the author's own (private): it waits in the same fair
+    queue as learners' code, never ahead of the bank's runs, and never replaces the run
+    learners are shown. Raises knobs.InvalidKnob for a value the draft does not allow,
+    RateLimited past the author's budget or the queue's caps.
     """
     torch_v, harness_v = verify_service.engine_versions()
-    req = verify_service.request_for(doc, params, torch_version=torch_v, harness_version=harness_v,
-                                     requested_by=f"author:{user.id}")
-    run, cached = verify_service.request_run(db_session=db_session, req=req, fresh=fresh)
+    shared = verify_service.request_for(doc, params, torch_version=torch_v, harness_version=harness_v,
+                                        requested_by=f"author:{user.id}")
+    live = verify_service.find_live(db_session=db_session, key=shared.key)
+    if live is not None and live.status != RUN_FAILED and not fresh:
+        run, cached = live, True
+    else:
+        own = replace(shared, owner=f"author:{user.id}", requested_ip=client_ip)
+        mine = verify_service.find_live(db_session=db_session, key=own.key)
+        reuse = mine is not None and mine.status != RUN_FAILED and not fresh
+        if not reuse:
+            _count_author_runs(db_session, user, 1, limit_per_minute)
+            verify_service.check_private_capacity(db_session=db_session,
+                                                  requested_by=own.requested_by or "",
+                                                  client_ip=client_ip, new=1, caps=caps)
+        run, cached = verify_service.request_run(db_session=db_session, req=own, fresh=fresh)
     audit(db_session=db_session, user=user, action="run.request", target=doc.slug,
-          detail={"run": run.id, "params": req.params, "cached": cached})
+          detail={"run": run.id, "params": run.params, "cached": cached})
     return run
+
+
+def run_draft_variants(
+    *, db_session: Session, doc: QuestionDoc, user: User, params: dict[str, Any], client_ip: str,
+    caps: verify_service.PrivateCaps, fresh: bool = False, limit_per_minute: int = 30,
+) -> list[tuple[int, Run]]:
+    """Run now for every variant of an editor's question (one run without variables): each
+    variant's values in its params, its world size as the ranks; audited, counted against the
+    author's budget and queued like run_draft."""
+    return [(i, run_draft(db_session=db_session, doc=doc.render(i), user=user, params=params,
+                          client_ip=client_ip, caps=caps, fresh=fresh,
+                          limit_per_minute=limit_per_minute))
+            for i in range(doc.variant_count)]
+
+
+@dataclass
+class VariantPreview:
+    """One variant of an editor's question, side by side with the others: its values, what a
+    learner reads, its key, and (once run) what torch measured for it."""
+
+    index: int
+    name: str
+    params: dict[str, Any]
+    # The compute block's names and their values in this variant.
+    computed: dict[str, Any]
+    doc: QuestionDoc | None
+    key: Any = None
+    error: str | None = None
+    run: Run | None = None
+    # The checks that bind the key (is_answer) and the others, against the run of the defaults.
+    measured: list[CheckResult] | None = None
+
+
+def variant_previews(*, db_session: Session, doc: QuestionDoc, user: User) -> list[VariantPreview]:
+    """Every variant of a (valid) editor's question rendered, with its key, its computed values
+    and, where a run of its default knobs exists on this torch (shared, or this author's own
+    Run now), its checks measured."""
+    versions = verify_service.engine_versions()
+    out = []
+    for i in range(doc.variant_count):
+        params = doc.variant_params(i)
+        preview = VariantPreview(i, describe_variant(i, params), params, {}, None)
+        try:
+            values = templating.values_of(params, doc.compute)
+            preview.computed = {k: values[k] for k in doc.compute}
+            rendered = doc.render(i)
+        except (ValueError, templating.TemplateProblem) as exc:
+            preview.error = str(exc)
+            out.append(preview)
+            continue
+        preview.doc = rendered
+        preview.key = None if rendered.is_exercise else correct_answer(rendered)
+        if rendered.verify is not None and rendered.snippet_text is not None:
+            req = verify_service.request_for(rendered, {}, torch_version=versions[0],
+                                             harness_version=versions[1])
+            preview.run = verify_service.find_live(db_session=db_session, key=req.key)
+            if preview.run is None or preview.run.status == RUN_FAILED:
+                own = replace(req, owner=f"author:{user.id}")
+                preview.run = (verify_service.find_live(db_session=db_session, key=own.key)
+                               or preview.run)
+            result = verify_service.result_of(preview.run) if preview.run is not None else None
+            if result is not None:
+                preview.measured = evaluate(rendered.verify.expect, result, req.params,
+                                            req.world_size)
+        out.append(preview)
+    return out
 
 
 def publishable_revision(*, db_session: Session, question: Question) -> QuestionRevision | None:

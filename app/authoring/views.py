@@ -24,15 +24,17 @@ from app.deps import (
     AuthorUser,
     FormDep,
     SessionDep,
+    SettingsDep,
     WriteSessionDep,
+    client_ip,
     is_htmx,
     notify_workers,
     require_admin,
     require_author,
 )
-from app.errors import Conflict, Forbidden, InvalidInput, NotFound
+from app.errors import Busy, Conflict, Forbidden, InvalidInput, NotFound, RateLimited
 from app.questions.models import STATUS_DRAFT, STATUS_PUBLISHED, STATUS_RETIRED, Question, Topic
-from app.questions.schema import Expectation, key_binding_problems
+from app.questions.schema import Expectation, describe_variant, key_binding_problems
 from app.questions.service import revision_doc
 from app.render.markdown import highlight_code, render_markdown
 from app.templating import templates
@@ -40,6 +42,7 @@ from app.verify import gate, knobs
 from app.verify import service as verify_service
 from app.verify.expectations import evaluate
 from app.verify.models import RUN_QUEUED, RUN_RUNNING, Run
+from app.verify.service import PrivateCaps
 
 router = APIRouter(include_in_schema=False)
 author = APIRouter(prefix="/author", include_in_schema=False, dependencies=[Depends(require_author)])
@@ -192,26 +195,38 @@ def preview_snippet(request: Request, form: FormDep, _: CSRF) -> Response:
 
 
 @author.post("/preview/question")
-def preview_question(request: Request, raw: FormDep, _: CSRF) -> Response:
+def preview_question(request: Request, raw: FormDep, db_session: SessionDep, user: AuthorUser,
+                     _: CSRF) -> Response:
+    """The editor's question as a learner would see it; with variables, every variant side by
+    side with its values, its key and, once run, what torch measured."""
     form = schemas.EditorForm.from_form(raw)
     if not form.slug:
         form.slug = "preview"
     doc = form.to_doc()
+    previews = (service.variant_previews(db_session=db_session, doc=doc, user=user)
+                if doc is not None else [])
+    shown = previews[0].doc if previews and previews[0].doc is not None else doc
     return _page(request, "_question_preview.html",
-                 {"doc": doc, "fmt": doc.effective_format if doc else "", "form": form,
+                 {"doc": shown, "template_doc": doc, "fmt": shown.effective_format if shown else "",
+                  "form": form, "previews": previews if doc is not None and doc.variables else [],
+                  "key": previews[0].key if previews else None,
                   "binding_problems": key_binding_problems(doc) if doc else []})
 
 
 # Runs: Run now, the measured result, "expect this" -------------------------------------------
 
 
-def _run_ctx(run: Run, expect_text: str | None) -> dict[str, Any]:
+def _run_ctx(run: Run, expect_text: str | None,
+             expectations: list[Expectation] | None = None) -> dict[str, Any]:
+    """A run in the editor, checked against `expectations` (a variant's, rendered) or else
+    the expectations YAML as typed."""
     checks = None
     result = verify_service.result_of(run)
-    if expect_text is not None and result is not None:
+    if result is not None and (expectations is not None or expect_text is not None):
         try:
-            data = yaml.safe_load(expect_text) if expect_text.strip() else []
-            expectations = [Expectation.model_validate(e) for e in data or []]
+            if expectations is None:
+                data = yaml.safe_load(expect_text or "") if (expect_text or "").strip() else []
+                expectations = [Expectation.model_validate(e) for e in data or []]
             checks = evaluate(expectations, result, dict(run.params or {}), run.world_size)
         except Exception:  # the author is mid-edit; the values are still worth showing
             checks = None
@@ -219,9 +234,20 @@ def _run_ctx(run: Run, expect_text: str | None) -> dict[str, Any]:
             "polling": run.status in (RUN_QUEUED, RUN_RUNNING)}
 
 
+def _variant_runs_ctx(doc: Any, runs: list[tuple[int, Run]]) -> list[dict[str, Any]]:
+    """Each variant's run in the editor, checked against that variant's own expectations."""
+    out = []
+    for i, run in runs:
+        variant = doc.render(i)
+        ctx = _run_ctx(run, None, list(variant.verify.expect) if variant.verify else [])
+        ctx.update(variant=i, variant_name=describe_variant(i, doc.variant_params(i)))
+        out.append(ctx)
+    return out
+
+
 @author.post("/run")
 def run_now(request: Request, raw: FormDep, background: BackgroundTasks, db_session: SessionDep,
-            user: AuthorUser, _: CSRF) -> Response:
+            user: AuthorUser, settings: SettingsDep, _: CSRF) -> Response:
     """Run the snippet as it stands in the editor (saved or not) with the chosen knobs."""
     form = schemas.EditorForm.from_form(raw)
     if not form.slug:
@@ -232,14 +258,27 @@ def run_now(request: Request, raw: FormDep, background: BackgroundTasks, db_sess
                      {"run": None, "form_errors": form.errors if doc is None else
                       {"snippet": ["write a snippet to run"]}}, status=422)
     try:
-        run = service.run_draft(db_session=db_session, doc=doc, user=user,
-                                params=knobs.from_form(doc.verify, raw), fresh=raw.get("fresh") == "1")
+        common: dict[str, Any] = {"db_session": db_session, "user": user,
+                  "params": knobs.from_form(doc.verify, raw), "client_ip": client_ip(request),
+                  "caps": PrivateCaps.from_settings(settings), "fresh": raw.get("fresh") == "1",
+                  "limit_per_minute": settings.author_run_rate_per_minute}
+        if doc.variables:
+            runs = service.run_draft_variants(doc=doc, **common)
+        else:
+            run = service.run_draft(doc=doc, **common)
     except knobs.InvalidKnob as exc:
         return _page(request, "_run_result.html",
                      {"run": None, "form_errors": {"knobs": [str(exc)]}}, status=422)
+    except (RateLimited, Busy) as exc:
+        return _page(request, "_run_result.html",
+                     {"run": None, "form_errors": {"snippet": [str(exc)]}}, status=exc.status,
+                     headers=exc.headers)
     # After the response, so after the commit: a worker woken sooner finds no run yet and
     # sleeps until its next poll.
     background.add_task(notify_workers, request)
+    if doc.variables:
+        # Every variant at once: each polls on its own and is checked against its own values.
+        return _page(request, "_variant_runs.html", {"variant_runs": _variant_runs_ctx(doc, runs)})
     return _page(request, "_run_result.html", _run_ctx(run, form.expect))
 
 
@@ -251,6 +290,26 @@ def run_result(
     if run is None:
         raise NotFound(f"No run {run_id}.")
     return _page(request, "_run_result.html", _run_ctx(run, expect))
+
+
+@author.post("/runs/{run_id}")
+def variant_run_result(
+    request: Request, run_id: int, raw: FormDep, db_session: SessionDep, _: CSRF,
+) -> Response:
+    """A variant's run in the editor, polled with the editor's fields: checked against the
+    expectations of that variant as the form now renders it."""
+    run = verify_service.get_run(db_session=db_session, run_id=run_id)
+    if run is None:
+        raise NotFound(f"No run {run_id}.")
+    form = schemas.EditorForm.from_form(raw)
+    if not form.slug:
+        form.slug = "unsaved"
+    doc = form.to_doc()
+    variant = _int_or_none(str(raw.get("variant") or ""))
+    if doc is None or not doc.variables or variant is None or not 0 <= variant < doc.variant_count:
+        return _page(request, "_run_result.html", _run_ctx(run, None))
+    [ctx] = _variant_runs_ctx(doc, [(variant, run)])
+    return _page(request, "_run_result.html", ctx)
 
 
 @author.post("/expect")
@@ -314,12 +373,13 @@ def gate_panel(request: Request, slug: str, db_session: SessionDep, user: Author
 @author.post("/questions/{slug}/verify")
 def verify_all(
     request: Request, slug: str, form: FormDep, background: BackgroundTasks, db_session: SessionDep,
-    user: AuthorUser, _: CSRF
+    user: AuthorUser, settings: SettingsDep, _: CSRF
 ) -> Response:
     """Queue a run for every audited knob combination of the draft (cached ones are reused)."""
     question = _editable_question(db_session, user, slug)
     if service.request_verification(db_session=db_session, question=question, user=user,
-                                    fresh=form.get("fresh") == "1"):
+                                    fresh=form.get("fresh") == "1",
+                                    limit_per_minute=settings.author_run_rate_per_minute):
         background.add_task(notify_workers, request)  # after the commit, as in run_now
     return _page(request, "_gate.html", _gate_ctx(db_session, user, question))
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Float, and_, case, cast, delete, extract, func, literal, select
+from sqlalchemy import Float, and_, case, cast, delete, extract, func, literal, or_, select, union_all
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -42,13 +42,13 @@ from app.db import UTCDateTime
 from app.errors import Conflict, InvalidInput
 from app.mock import service as mock
 from app.mock.models import MockInterview
-from app.questions.models import STATUS_PUBLISHED, Question, Topic
+from app.questions.models import STATUS_PUBLISHED, Question, QuestionRevision, Topic
 from app.questions.schema import describe_variant
 from app.questions.service import revision_doc, revision_variant
 from app.quizzes.models import Attempt, Quiz, QuizItem
-from app.quizzes.service import MAX_QUIZ_QUESTIONS, ensure_learner
+from app.quizzes.service import MAX_QUIZ_QUESTIONS, ensure_learner, item_variant
 from app.review import service as review
-from app.review.models import ReviewCard
+from app.review.models import LearnerSchedule, ReviewCard
 
 MAX_NAME = 120
 # A class page lists every member and every assignment; past this it is a course platform.
@@ -470,10 +470,12 @@ def _started(db_session: Session, assignment: Assignment, member: ClassMember) -
 def _quiz_of(db_session: Session, assignment: Assignment, member: ClassMember, now: datetime,
              rng: random.Random) -> Quiz:
     rows = list(db_session.execute(
-        select(AssignmentQuestion.question_id, Question.current_revision_id, Question.topic)
+        select(AssignmentQuestion.question_id, AssignmentQuestion.variant, QuestionRevision,
+               Question.topic)
         .join(Question, Question.id == AssignmentQuestion.question_id)
+        .join(QuestionRevision, QuestionRevision.id == Question.current_revision_id)
         .where(AssignmentQuestion.assignment_id == assignment.id,
-               Question.status == STATUS_PUBLISHED, Question.current_revision_id.is_not(None))
+               Question.status == STATUS_PUBLISHED)
         .order_by(AssignmentQuestion.position)))
     if not rows:
         raise Conflict("None of this assignment's questions is published any more.")
@@ -488,12 +490,17 @@ def _quiz_of(db_session: Session, assignment: Assignment, member: ClassMember, n
         rng.shuffle(rest)
         rows = (fresh + rest)[:assignment.required]
     quiz = Quiz(id=str(uuid.uuid4()), learner_id=member.learner_id,
-                topics=sorted({r[2] for r in rows}), difficulty=None, started_at=now)
+                topics=sorted({r[3] for r in rows}), difficulty=None, started_at=now)
     db_session.add(quiz)
     db_session.flush()
-    for position, (question_id, revision_id, _topic) in enumerate(rows, start=1):
+    for position, (question_id, picked, revision, _topic) in enumerate(rows, start=1):
+        # The instructor's variant if they picked one (and the question still has it), else
+        # the learner's own draw, as any quiz pins it.
+        variant = (picked if picked is not None and picked < revision_doc(revision).variant_count
+                   else item_variant(db_session=db_session, learner_id=member.learner_id,
+                                     question_id=question_id, revision=revision))
         db_session.add(QuizItem(quiz_id=quiz.id, position=position, question_id=question_id,
-                                revision_id=revision_id))
+                                revision_id=revision.id, variant=variant))
     db_session.flush()
     return quiz
 
@@ -551,7 +558,7 @@ def _question_work(db_session: Session, class_id: int, member_id: int | None,
     # first (MATERIALIZED): then each is one lookup in the attempts' (learner, question)
     # index. Left to itself, SQLite walked every attempt of each learner once per assignment.
     pairs = (select(a.id.label("aid"), m.id.label("mid"), m.learner_id.label("lid"),
-                    aq.question_id.label("qid"),
+                    aq.question_id.label("qid"), aq.variant.label("variant"),
                     case((a.opens_at > m.joined_at, a.opens_at), else_=m.joined_at).label("since"))
              .select_from(m).join(a, a.class_id == m.class_id).join(aq, aq.assignment_id == a.id)
              .where(*where).cte("pairs").prefix_with("MATERIALIZED"))
@@ -561,8 +568,10 @@ def _question_work(db_session: Session, class_id: int, member_id: int | None,
                func.row_number().over(partition_by=(pairs.c.aid, pairs.c.mid, att.question_id),
                                       order_by=(att.created_at, att.id)).label("rn"))
         .select_from(pairs)
+        # A question whose variant the instructor picked counts an answer to that variant.
         .join(att, and_(att.learner_id == pairs.c.lid, att.question_id == pairs.c.qid,
-                        att.created_at >= pairs.c.since))).subquery()
+                        att.created_at >= pairs.c.since,
+                        or_(pairs.c.variant.is_(None), att.variant == pairs.c.variant)))).subquery()
     firsts = (select(ranked.c.aid, ranked.c.mid, ranked.c.score, ranked.c.at,
                      func.row_number().over(partition_by=(ranked.c.aid, ranked.c.mid),
                                             order_by=(ranked.c.at, ranked.c.qid)).label("k"))
@@ -628,18 +637,18 @@ def mastery_by_member(*, db_session: Session, class_id: int, now: datetime,
     predicted recall averaged over the topic's published questions, an unseen one counting 0
     (app/progress/service.py's definition, which the dashboard draws).
 
-    The recall is summed in SQL with FSRS-6's forgetting curve (the scheduler's own decay and
-    factor), so a class of hundreds sends back one row per member and topic, not every card."""
+    The recall is summed in SQL with FSRS-6's forgetting curve, each member's own (the decay
+    of their fitted weights, review.scheduler_for), so a class of hundreds sends back one row
+    per member and topic, not every card."""
     per_topic = dict(db_session.execute(
         select(Question.topic, func.count()).where(Question.status == STATUS_PUBLISHED)
         .group_by(Question.topic)).all())
     topics = [(s, t) for s, t in topic_titles(db_session=db_session) if per_topic.get(s)]
-    # The scheduler's own curve constants (private in fsrs, but the curve is its definition).
-    decay = float(review.SCHEDULER._DECAY)
-    factor = float(review.SCHEDULER._FACTOR)
-    where = [ClassMember.class_id == class_id, ReviewCard.last_review.is_not(None)]
+    members = [ClassMember.class_id == class_id]
     if member_id is not None:
-        where.append(ClassMember.id == member_id)
+        members.append(ClassMember.id == member_id)
+    curves = _member_curves(db_session, *members)
+    where = [*members, ReviewCard.last_review.is_not(None)]
     # Each card's stability and whole days since its review, once; then the curve, summed per
     # member and topic. (FSRS keeps stability above zero; a card without one sums as null, 0.)
     cards = (select(ClassMember.id.label("mid"), Question.topic.label("topic"),
@@ -650,15 +659,44 @@ def mastery_by_member(*, db_session: Session, class_id: int, now: datetime,
              .join(Question, and_(Question.id == ReviewCard.question_id,
                                   Question.status == STATUS_PUBLISHED))
              .where(*where)).subquery()
-    days = case((cards.c.days < 0, 0.0), else_=cards.c.days)
-    recall = func.power(1.0 + factor * cast(days, Float) / cards.c.stability, decay)
-    rows = db_session.execute(select(cards.c.mid, cards.c.topic, func.sum(recall))
+    days = cast(case((cards.c.days < 0, 0.0), else_=cards.c.days), Float)
+    default_decay, default_factor = _curve(review.SCHEDULER)
+    stmt = select(cards.c.mid, cards.c.topic)
+    if curves:
+        # The few members with weights of their own: their curve joined in, the rest default.
+        own = union_all(*[select(literal(mid).label("mid"), literal(d, Float).label("decay"),
+                                 literal(f, Float).label("factor"))
+                          for mid, (d, f) in curves.items()]).cte("curves")
+        decay: Any = func.coalesce(own.c.decay, default_decay)
+        factor: Any = func.coalesce(own.c.factor, default_factor)
+        stmt = stmt.select_from(cards).outerjoin(own, own.c.mid == cards.c.mid)
+    else:
+        decay, factor = default_decay, default_factor
+    recall = func.power(1.0 + factor * days / cards.c.stability, decay)
+    rows = db_session.execute(stmt.add_columns(func.sum(recall))
                               .group_by(cards.c.mid, cards.c.topic))
     sums: dict[int, dict[str, float]] = {}
     for mid, topic, total in rows:
         sums.setdefault(mid, {})[topic] = float(total or 0.0)
     out = {mid: [by.get(s, 0.0) / per_topic[s] for s, _ in topics] for mid, by in sums.items()}
     return topics, out
+
+
+def _curve(scheduler: Any) -> tuple[float, float]:
+    """The decay and factor of a scheduler's forgetting curve, R = (1 + factor·t/S)^decay
+    (private in fsrs, but the curve is its definition: get_card_retrievability)."""
+    return float(scheduler._DECAY), float(scheduler._FACTOR)
+
+
+def _member_curves(db_session: Session, *which: Any) -> dict[int, tuple[float, float]]:
+    """The forgetting curve of each member (of those `which` selects) whose FSRS weights were
+    fitted; the others have the default scheduler's."""
+    rows = db_session.execute(
+        select(ClassMember.id, LearnerSchedule.parameters, LearnerSchedule.desired_retention)
+        .join(LearnerSchedule, LearnerSchedule.learner_id == ClassMember.learner_id)
+        .where(*which, LearnerSchedule.parameters.is_not(None)))
+    return {mid: _curve(review.make_scheduler(parameters=params, retention=retention))
+            for mid, params, retention in rows}
 
 
 def mastery_level(value: float) -> int:

@@ -153,6 +153,7 @@ def bank_verify(
             {"slug": a.slug, "passed": a.passed,
              "binding_problems": [{"loc": list(p.loc), "message": str(p)}
                                   for p in a.gate.binding_problems],
+             "problems": a.gate.problems(),
              "combos": [
                 {**c.to_json(), "status": c.run.status if c.run else None,
                  "outcome": c.result.outcome if c.result else None, "passed": c.passed}
@@ -167,11 +168,14 @@ def bank_verify(
                 where = ".".join(str(part) for part in p.loc)
                 table.add_row(a.slug, "—", "key binding", escape(where), escape(str(p)),
                               "[red]FAIL[/red]")
+            for problem in a.gate.problems():
+                table.add_row(a.slug, "—", "known-wrong solution", "fails a check somewhere",
+                              escape(problem), "[red]FAIL[/red]")
             for c in a.gate.combos:
                 knobs = ", ".join(f"{k}={v}" for k, v in c.params.items()) or "—"
                 if c.role != "question":
-                    # An exercise's starter must fail a check: say so, beside its rows.
-                    knobs = f"{c.role} ({c.state}): {knobs}"
+                    # An exercise's starter and wrong solutions must fail a check: say so.
+                    knobs = f"{c.role_label} ({c.state}): {knobs}"
                 # Measured text (torch's error messages) may contain [brackets]: escape it.
                 if c.failure:
                     table.add_row(a.slug, escape(knobs), "run", "a finished run", escape(c.failure),

@@ -59,8 +59,10 @@ def print_errors(errors: Iterable[object]) -> int:
 
 @contextmanager
 def running_workers(settings: Settings, count: int, stop_timeout: float | None) -> Iterator[None]:
-    """`count` verify workers in threads of this process, for as long as the block runs;
-    on leaving it they finish (or, after `stop_timeout`, hand back) the runs in hand."""
+    """`count` verify workers (and one fit worker: app/review/worker.py) in threads of this
+    process, for as long as the block runs; on leaving it they finish (or, after
+    `stop_timeout`, hand back) the jobs in hand."""
+    from app.review.worker import FitWorker
     from app.verify.engine import get_engine
     from app.verify.worker import WorkerPool, warm_engine
 
@@ -71,9 +73,12 @@ def running_workers(settings: Settings, count: int, stop_timeout: float | None) 
     threading.Thread(target=warm_engine, args=(settings.sandbox,), name="engine-warmup",
                      daemon=True).start()
     pool.start()
+    fits = FitWorker(pool.factory, settings)
+    fits.start()
     try:
         yield
     finally:
         pool.shutdown(timeout=stop_timeout)
+        fits.shutdown(timeout=stop_timeout)
         engine.dispose()
         get_engine(sandbox=settings.sandbox).close()

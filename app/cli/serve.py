@@ -8,7 +8,7 @@ import signal
 import sys
 import tempfile
 import threading
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from sqlalchemy import func, select
@@ -69,7 +69,8 @@ def serve(
         from app.main import create_app
 
         out.print(f"DDP Drill on http://{host}:{port}")
-        uvicorn.run(create_app(settings), host=host, port=port, log_level="info")
+        uvicorn.run(create_app(settings), host=host, port=port, log_level="info",
+                    **_proxy_options(settings))
         return
     # Several processes: uvicorn's own supervisor starts them (and restarts one that dies).
     # Each is the same stateless app with its own verify workers; they share the queue
@@ -83,9 +84,19 @@ def serve(
     try:
         out.print(f"DDP Drill on http://{host}:{port} ({processes} web processes)")
         uvicorn.run("app.main:create_app", factory=True, host=host, port=port,
+                    **_proxy_options(settings),
                     workers=processes, log_level="info")
     finally:
         shutil.rmtree(metrics_dir, ignore_errors=True)
+
+
+def _proxy_options(settings: Settings) -> dict[str, Any]:
+    """X-Forwarded-For is believed only from the proxies DDPDRILL_FORWARDED_ALLOW_IPS names:
+    uvicorn's own default trusts it from 127.0.0.1, so any local client could claim any
+    address and step around every per-address limit."""
+    if not settings.forwarded_allow_ips:
+        return {"proxy_headers": False}
+    return {"proxy_headers": True, "forwarded_allow_ips": settings.forwarded_allow_ips}
 
 
 def worker(

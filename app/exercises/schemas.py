@@ -21,6 +21,7 @@ class ExerciseRunOut(BaseModel):
 class CheckRunOut(BaseModel):
     params: dict[str, Any]
     world_size: int
+    expected: str | None = Field(None, description="What this combination had to measure.")
     measured: str | None
     passed: bool | None
 
@@ -31,6 +32,31 @@ class VisibleCheckOut(BaseModel):
     done: bool
     passed: bool
     runs: list[CheckRunOut]
+
+
+class LearnerErrorOut(BaseModel):
+    rank: int
+    type: str
+    message: str
+    line: int | None = Field(None, description="The line of your code it points at.")
+    traceback: str = Field(description="Your code's frames only.")
+
+
+class ProgressOut(BaseModel):
+    failed_runs: int = Field(description="Your finished Runs of this exercise that failed a check.")
+    passed: bool
+    solution_open: bool = Field(description="The reference solution may be opened now.")
+    runs_until_solution: int
+
+
+class SolutionOut(BaseModel):
+    solution: str
+    your_code: str
+    diff: str = Field(description="A unified diff from your code to the reference solution.")
+
+
+class GiveUpIn(BaseModel):
+    code: str = Field(default="", description="Your code as it stands (for the diff).")
 
 
 class SubmissionOut(BaseModel):
@@ -45,3 +71,5 @@ class SubmissionOut(BaseModel):
     hidden_passed: int
     run_ids: list[int]
     attempt_id: int | None = None
+    error: LearnerErrorOut | None = Field(None, description="How your code failed, if it did.")
+    progress: ProgressOut | None = None

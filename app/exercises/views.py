@@ -19,9 +19,10 @@ from app.deps import (
     notify_workers,
 )
 from app.errors import DomainError
+from app.exercises import service as exercise
 from app.templating import templates
-from app.verify import exercise
 from app.verify.models import RUN_DONE
+from app.verify.service import PrivateCaps
 
 router = APIRouter(include_in_schema=False)
 
@@ -52,7 +53,8 @@ def exercise_run_form(
     try:
         runs = exercise.submit(db_session=db_session, slug=slug, code=code, learner_id=learner_id,
                                client_ip=client_ip(request),
-                               limit_per_minute=settings.exercise_rate_per_minute)
+                               limit_per_minute=settings.exercise_rate_per_minute,
+                               caps=PrivateCaps.from_settings(settings))
     except DomainError as exc:
         if not is_htmx(request):
             raise

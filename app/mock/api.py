@@ -25,9 +25,12 @@ from app.mock.schemas import (
     MockReportItemOut,
     MockReportOut,
 )
-from app.questions.models import Question
+from app.questions.models import Question, QuestionRevision
+from app.questions.schemas import AskedOut, asked_fields, part_out
+from app.questions.service import revision_doc, revision_variant
 from app.quizzes.grading import InvalidAnswer
-from app.quizzes.service import AlreadyAnswered
+from app.quizzes.models import QuizItem
+from app.quizzes.service import AlreadyAnswered, OutOfTurn, partial_answer
 
 router = APIRouter(prefix="/api/v1", tags=["mock interviews"], responses=API_BUSY)
 
@@ -39,16 +42,34 @@ def _mock_or_404(db_session: Session, mock_id: str, learner_id: str) -> MockInte
     return m
 
 
+def _asked(db_session: Session, m: MockInterview, item: QuizItem) -> AskedOut:
+    """An item as the interview asks it: its pinned revision and variant, with the steps taken."""
+    revision = db_session.get(QuestionRevision, item.revision_id)
+    assert revision is not None
+    doc = revision_variant(revision=revision, variant=item.variant)
+    partial = (partial_answer(db_session=db_session, learner_id=m.learner_id,
+                              question_id=item.question_id, quiz_item_id=item.id)
+               if doc.is_case or doc.is_talk else None)
+    return AskedOut(**asked_fields(doc, variant=item.variant,
+                                   variant_count=revision_doc(revision).variant_count,
+                                   state=partial.state if partial is not None else None))
+
+
 def _mock_out(db_session: Session, m: MockInterview) -> MockOut:
     done = mock.answered_item_ids(db_session=db_session, mock=m)
     rows = mock.items(db_session=db_session, mock=m)
     slugs = {q.id: q for q in db_session.scalars(
         select(Question).where(Question.id.in_([i.question_id for i in rows])))}
+    # No questions are shown after the end: the report has them, with their keys.
+    live = m.finished_at is None
     return MockOut(id=m.quiz_id, minutes=m.minutes, started_at=m.started_at, deadline=m.deadline,
                    finished_at=m.finished_at,
                    items=[MockItemOut(position=i.position, slug=slugs[i.question_id].slug,
                                       title=slugs[i.question_id].title,
-                                      revision_id=i.revision_id, answered=i.id in done)
+                                      revision_id=i.revision_id, answered=i.id in done,
+                                      variant=i.variant,
+                                      asked=_asked(db_session, m, i) if live and i.id not in done
+                                      else None)
                           for i in rows])
 
 
@@ -57,7 +78,8 @@ def _mock_out(db_session: Session, m: MockInterview) -> MockOut:
 def start_mock(body: MockIn, db_session: SessionDep, learner_id: CurrentLearner,
                clock: ClockDep) -> MockOut:
     """Start a timed mock interview (10 to 45 minutes). Read each question with
-    GET /api/v1/questions/{slug}; answer with POST .../answers before the deadline."""
+    its `asked` (the variant this interview pinned); answer with POST .../answers before the
+    deadline."""
     now = clock.now()
     try:
         m = mock.start(db_session=db_session, learner_id=learner_id, minutes=body.minutes, now=now)
@@ -88,9 +110,23 @@ def answer_mock(mock_id: str, body: MockAnswerIn, db_session: SessionDep,
                  if i.position == body.position), None)
     if item is None:
         raise NotFound(f"This interview has no question {body.position}.")
+    revision = db_session.get(QuestionRevision, item.revision_id)
+    assert revision is not None
+    doc = revision_variant(revision=revision, variant=item.variant)
+    out = MockAnswerOut(position=body.position, accepted=True,
+                        seconds_left=max(0, int((m.deadline - now).total_seconds())))
     try:
-        mock.answer(db_session=db_session, mock=m, item=item, raw_answer=body.answer,
-                    confidence=body.confidence, now=now)
+        if doc.is_case or doc.is_talk:
+            stepped = mock.answer_step(db_session=db_session, mock=m, item=item, part=body.part,
+                                       raw_answer=body.answer, confidence=body.confidence, now=now)
+            out.complete = stepped.complete
+            if not stepped.complete and doc.is_case and stepped.part is not None:
+                out.next_part = part_out(stepped.doc, stepped.part + 1)
+            if not stepped.complete and doc.is_talk:
+                out.model_answer, out.rubric = stepped.doc.model_answer, list(stepped.doc.rubric)
+        else:
+            mock.answer(db_session=db_session, mock=m, item=item, raw_answer=body.answer,
+                        confidence=body.confidence, now=now)
     except mock.TimeUp:
         mock.finish(db_session=db_session, mock=m, now=now)
         return JSONResponse({"detail": "Time is up: the interview is over and this answer "
@@ -98,10 +134,11 @@ def answer_mock(mock_id: str, body: MockAnswerIn, db_session: SessionDep,
     except AlreadyAnswered:
         return JSONResponse({"detail": "Already answered; the first answer counts."},
                             status_code=409)
+    except OutOfTurn as exc:
+        return JSONResponse({"detail": str(exc)}, status_code=409)
     except InvalidAnswer as exc:
         raise InvalidInput(str(exc)) from None
-    return MockAnswerOut(position=body.position, accepted=True,
-                         seconds_left=max(0, int((m.deadline - now).total_seconds())))
+    return out
 
 
 @router.post("/mock-interviews/{mock_id}/finish", response_model=MockReportOut,
@@ -137,6 +174,7 @@ def _report_out(db_session: Session, m: MockInterview) -> MockReportOut:
                                    sure_right=cal.sure_right, guessing_wrong=cal.guessing_wrong),
         items=[MockReportItemOut(
             position=i.position, slug=i.question.slug, title=i.doc.title, topic=i.doc.topic,
+            variant=i.variant,
             answered=i.attempt is not None, score=i.attempt.score if i.attempt else 0.0,
             correct=bool(i.attempt and i.attempt.correct),
             time_taken_ms=i.attempt.time_taken_ms if i.attempt else None,

@@ -7,6 +7,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, StrictFloat, StrictInt, StrictStr
 
+from app.questions.schemas import AskedOut, PartOut
+
 
 class MockIn(BaseModel):
     minutes: int = Field(default=25, ge=10, le=45)
@@ -18,6 +20,10 @@ class MockItemOut(BaseModel):
     title: str
     revision_id: int
     answered: bool
+    variant: int = Field(0, description="The variant this interview asks (pinned at its start).")
+    asked: AskedOut | None = Field(None, description="The question as this interview asks it: "
+                                                     "the variant's prompt and choices (a case's "
+                                                     "parts revealed so far); absent once answered.")
 
 
 class MockOut(BaseModel):
@@ -31,7 +37,10 @@ class MockOut(BaseModel):
 
 class MockAnswerIn(BaseModel):
     position: int = Field(ge=1, le=1000)
-    answer: StrictStr | list[StrictStr] | StrictInt | StrictFloat
+    answer: StrictStr | list[StrictStr] | StrictInt | StrictFloat | dict[str, Any] = Field(
+        description="As for POST /api/v1/questions/{slug}/attempts: a case part by part (with "
+                    '`part`), a talk-through as {"text": ...} then {"ticked": [...]}.')
+    part: int | None = Field(default=None, ge=0, le=100, description="A case's part (0 first).")
     confidence: Literal["guessing", "unsure", "sure"] | None = None
 
 
@@ -39,6 +48,12 @@ class MockAnswerOut(BaseModel):
     position: int
     accepted: bool
     seconds_left: int
+    complete: bool = Field(True, description="False while the question (a case, a talk-through) "
+                                             "has steps to go.")
+    next_part: PartOut | None = Field(None, description="A case's next part, revealed now "
+                                                        "(no grade before the interview ends).")
+    model_answer: str | None = Field(None, description="A talk-through's, once its text is in.")
+    rubric: list[str] | None = Field(None, description="A talk-through's moves, to tick next.")
 
 
 class CalibrationOut(BaseModel):
@@ -53,6 +68,7 @@ class MockReportItemOut(BaseModel):
     slug: str
     title: str
     topic: str
+    variant: int = 0
     answered: bool
     score: float
     correct: bool

@@ -27,10 +27,18 @@ from app.errors import Conflict
 from app.mock.models import MockInterview
 from app.questions.models import STATUS_PUBLISHED, Question, QuestionRevision, Topic
 from app.questions.schema import QuestionDoc
-from app.questions.service import revision_doc
-from app.quizzes.grading import Grade, correct_answer, grade
+from app.questions.service import revision_variant
+from app.quizzes.grading import Grade, InvalidAnswer, correct_answer, grade
 from app.quizzes.models import Attempt, Quiz, QuizItem
-from app.quizzes.service import AlreadyAnswered, NoQuestions, clean_confidence, ensure_learner
+from app.quizzes.service import (
+    AlreadyAnswered,
+    NoQuestions,
+    Stepped,
+    answer_item_step,
+    clean_confidence,
+    ensure_learner,
+    item_variant,
+)
 from app.review import service as review
 
 # A real first-round technical screen is 20-45 minutes; shorter than 10 is not an interview.
@@ -127,7 +135,10 @@ def start(*, db_session: Session, learner_id: str, minutes: int, now: datetime,
     # The pick needs each question's topic, type and difficulty, not its revision's content.
     pool = list(db_session.scalars(select(Question).options(lazyload(Question.current_revision))
                                    .where(Question.status == STATUS_PUBLISHED,
-                                          Question.current_revision_id.is_not(None))
+                                          Question.current_revision_id.is_not(None),
+                                          # Answered by running code on its own page, as in
+                                          # a quiz: not by an interview's answer form.
+                                          Question.type != "exercise")
                                    .order_by(Question.id)))
     if not pool:
         raise NoQuestions("There is no published question to ask yet.")
@@ -137,10 +148,17 @@ def start(*, db_session: Session, learner_id: str, minutes: int, now: datetime,
                 topics=sorted({q.topic for q in picked}), difficulty=None, started_at=now)
     db_session.add(quiz)
     db_session.flush()
+    revisions = {r.id: r for r in db_session.scalars(
+        select(QuestionRevision).where(QuestionRevision.id.in_(
+            [q.current_revision_id for q in picked])))}
     for position, q in enumerate(picked, start=1):
         assert q.current_revision_id is not None
+        # The interview asks its own draw of each question's variants, pinned now.
         db_session.add(QuizItem(quiz_id=quiz.id, position=position, question_id=q.id,
-                                revision_id=q.current_revision_id))
+                                revision_id=q.current_revision_id,
+                                variant=item_variant(db_session=db_session, learner_id=learner_id,
+                                                     question_id=q.id,
+                                                     revision=revisions[q.current_revision_id])))
     mock = MockInterview(quiz_id=quiz.id, learner_id=learner_id, minutes=minutes, started_at=now,
                          deadline=now + timedelta(minutes=minutes))
     db_session.add(mock)
@@ -219,10 +237,14 @@ def answer(*, db_session: Session, mock: MockInterview, item: QuizItem, raw_answ
     # saves every answer a round trip to the database.
     revision = db_session.get(QuestionRevision, item.revision_id)
     assert revision is not None
-    result = grade(revision_doc(revision), raw_answer)
+    doc = revision_variant(revision=revision, variant=item.variant)
+    if doc.is_case or doc.is_talk:
+        raise InvalidAnswer("a case is answered part by part, a talk-through in two steps")
+    result = grade(doc, raw_answer)
     shown = item.shown_at or now
     attempt = Attempt(learner_id=mock.learner_id, question_id=item.question_id,
-                      revision_id=item.revision_id, quiz_item_id=item.id, answer=result.answer,
+                      revision_id=item.revision_id, variant=item.variant,
+                      quiz_item_id=item.id, answer=result.answer,
                       score=result.score, correct=result.correct,
                       time_taken_ms=max(0, int((now - shown).total_seconds() * 1000)),
                       confidence=clean_confidence(confidence), created_at=now)
@@ -235,6 +257,23 @@ def answer(*, db_session: Session, mock: MockInterview, item: QuizItem, raw_answ
         assert winner is not None
         raise AlreadyAnswered(winner) from None
     return attempt, result
+
+
+def answer_step(*, db_session: Session, mock: MockInterview, item: QuizItem, part: int | None,
+                raw_answer: Any, confidence: str | None, now: datetime) -> Stepped:
+    """One step of a case or talk-through in the interview (a part; the text, then the ticks),
+    on the variant the item pins. The last step stores the item's one attempt; like every
+    answer here it gets no review card until the interview finishes. Raises TimeUp past the
+    deadline, AlreadyAnswered, quizzes.service.OutOfTurn or grading.InvalidAnswer."""
+    if is_over(mock, now):
+        raise TimeUp("The interview is over: this answer came after its deadline.")
+    if item.quiz_id != mock.quiz_id:
+        raise ValueError("item of another interview")
+    shown = item.shown_at or now
+    return answer_item_step(db_session=db_session, learner_id=mock.learner_id, item=item,
+                            part=part, raw=raw_answer, confidence=clean_confidence(confidence),
+                            now=now, schedule=False,
+                            time_taken_ms=max(0, int((now - shown).total_seconds() * 1000)))
 
 
 def finish(*, db_session: Session, mock: MockInterview, now: datetime) -> bool:
@@ -271,10 +310,11 @@ def finish_if_over(*, db_session: Session, mock: MockInterview, now: datetime) -
 class ReportItem:
     position: int
     question: Question
-    doc: QuestionDoc
+    doc: QuestionDoc  # the variant asked, rendered
     revision_id: int
     attempt: Attempt | None
     key: Any
+    variant: int = 0
 
     @property
     def missed(self) -> bool:
@@ -353,10 +393,10 @@ def report(*, db_session: Session, mock: MockInterview) -> MockReport:
     out: list[ReportItem] = []
     per: dict[str, TopicResult] = {}
     for i in rows:
-        doc = revision_doc(revisions[i.revision_id])
+        doc = revision_variant(revision=revisions[i.revision_id], variant=i.variant)
         a = attempts.get(i.id)
         out.append(ReportItem(i.position, questions[i.question_id], doc, i.revision_id, a,
-                              correct_answer(doc)))
+                              correct_answer(doc), i.variant))
         t = per.setdefault(doc.topic, TopicResult(doc.topic, doc.topic))
         t.asked += 1
         t.score += a.score if a else 0.0

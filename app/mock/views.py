@@ -21,9 +21,10 @@ from app.errors import InvalidInput, NotFound
 from app.mock import service as mock
 from app.mock.models import MockInterview
 from app.questions.models import QuestionRevision
-from app.questions.service import revision_doc
-from app.quizzes.grading import MULTI_RULE, InvalidAnswer, tolerance_text
-from app.quizzes.service import AlreadyAnswered, clean_confidence
+from app.questions.service import revision_doc, revision_variant
+from app.quizzes.grading import MULTI_RULE, InvalidAnswer
+from app.quizzes.presenting import part_views, question_context, read_step, step_context
+from app.quizzes.service import AlreadyAnswered, OutOfTurn, clean_confidence, partial_answer
 from app.render.charts import Bar, bar_chart
 from app.templating import templates
 from app.verify.service import latest_verdict
@@ -77,11 +78,14 @@ def _question_ctx(db_session: Session, m: MockInterview, position: int | None,
         return None
     revision = db_session.get(QuestionRevision, item.revision_id)
     assert revision is not None
-    doc = revision_doc(revision)
-    fmt = doc.effective_format
-    return {"mock": m, "item": item, "total": len(items), "answered": len(done), "doc": doc,
-            "fmt": fmt, "multi_rule": MULTI_RULE,
-            "tolerance": tolerance_text(doc) if fmt == "numeric" else "",
+    doc = revision_variant(revision=revision, variant=item.variant)
+    ctx = question_context(doc, variant=item.variant,
+                           variant_count=revision_doc(revision).variant_count)
+    if doc.is_case or doc.is_talk:
+        partial = partial_answer(db_session=db_session, learner_id=m.learner_id,
+                                 question_id=item.question_id, quiz_item_id=item.id)
+        ctx.update(step_context(doc, partial.state if partial is not None else None))
+    return {**ctx, "mock": m, "item": item, "total": len(items), "answered": len(done),
             "action": f"/mock/{m.quiz_id}/{item.position}/answer", "plain_form": True,
             "seconds_left": max(0, int((m.deadline - now).total_seconds()))}
 
@@ -113,17 +117,30 @@ def mock_answer(request: Request, mock_id: str, position: int, form: FormDep,
     ctx = _question_ctx(db_session, m, position, now)
     if ctx is None:
         raise NotFound(f"This interview has no question {position}.")
-    values = [v for v in form.getlist("answer") if isinstance(v, str)]
-    raw: Any = values if ctx["fmt"] == "multi" else (values[0] if values else "")
+    doc = ctx["doc"]
+    part: int | None = None
+    raw: Any
+    if doc.is_case or doc.is_talk:
+        part, raw = read_step(form, doc)
+    else:
+        values = [v for v in form.getlist("answer") if isinstance(v, str)]
+        raw = values if ctx["fmt"] == "multi" else (values[0] if values else "")
     try:
-        mock.answer(db_session=db_session, mock=m, item=ctx["item"], raw_answer=raw,
-                    confidence=clean_confidence(form.get("confidence")), now=now)
+        if doc.is_case or doc.is_talk:
+            # A step leads back to the same question (its next part, or its rubric) until
+            # the last one, which leads on to the next question.
+            mock.answer_step(db_session=db_session, mock=m, item=ctx["item"], part=part,
+                             raw_answer=raw, confidence=clean_confidence(form.get("confidence")),
+                             now=now)
+        else:
+            mock.answer(db_session=db_session, mock=m, item=ctx["item"], raw_answer=raw,
+                        confidence=clean_confidence(form.get("confidence")), now=now)
     except mock.TimeUp:
         mock.finish(db_session=db_session, mock=m, now=now)
         return templates.TemplateResponse(request, "mock/time_up.html", {"mock": m},
                                           status_code=409)
-    except AlreadyAnswered:
-        pass  # the first answer counts; carry on with the next question
+    except (AlreadyAnswered, OutOfTurn):
+        pass  # the first answer counts; carry on where the interview stands
     except InvalidAnswer as exc:
         ctx.update(error=str(exc), previous=raw, previous_confidence=form.get("confidence"))
         return templates.TemplateResponse(request, "mock/item.html", ctx, status_code=422)
@@ -146,8 +163,12 @@ def _report_ctx(db_session: Session, m: MockInterview, *, shared: bool) -> dict[
                             desc="Fraction of each topic's questions answered right in this "
                                  "interview; the table below has the same numbers.",
                             svg_id="mock-topics")
+    # A case's parts, each against its own key, for the misses that are cases.
+    case_views = {i.position: part_views(i.doc, list(i.attempt.answer.get("parts", [])))
+                  for i in r.misses if i.doc.is_case and i.attempt is not None
+                  and isinstance(i.attempt.answer, dict)}
     return {"r": r, "shared": shared, "verdicts": verdicts, "topic_chart": topic_chart,
-            "multi_rule": MULTI_RULE}
+            "multi_rule": MULTI_RULE, "case_views": case_views}
 
 
 def mock_bar(t: mock.TopicResult) -> Bar:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
-from fsrs import Card, Rating
+from fsrs import Card, Rating, Scheduler
 from sqlalchemy import Date, cast, func, select
 from sqlalchemy.orm import Session
 
@@ -93,19 +93,23 @@ class LightCard:
     question_id: int
     due: datetime
     fsrs: Card | None
+    # The learner's own scheduler (their fitted weights, if any: review.scheduler_for).
+    scheduler: Scheduler = field(default_factory=lambda: review.SCHEDULER)
 
     def recall(self, at: datetime) -> float:
         if self.fsrs is None:
             return 0.0
-        return float(review.SCHEDULER.get_card_retrievability(self.fsrs, at))
+        return float(self.scheduler.get_card_retrievability(self.fsrs, at))
 
 
 def _cards(db_session: Session, learner_id: str) -> list[LightCard]:
     # Columns, not ORM objects: the dashboard reads hundreds of cards on every visit.
+    scheduler = review.scheduler_for(db_session=db_session, learner_id=learner_id)
     rows = db_session.execute(select(ReviewCard.question_id, ReviewCard.due, ReviewCard.card,
                                      ReviewCard.last_review)
                               .where(ReviewCard.learner_id == learner_id))
-    return [LightCard(qid, due, Card.from_dict(card) if card and last is not None else None)
+    return [LightCard(qid, due, Card.from_dict(card) if card and last is not None else None,
+                      scheduler)
             for qid, due, card, last in rows]
 
 
@@ -214,7 +218,8 @@ def forecast(*, db_session: Session, learner_id: str, interview_date: date, targ
     if not with_plan:
         return Forecast(interview_date, at, target, [
             TopicForecast(b.slug, b.title, b.questions, b.seen, b.recall, None) for b in before])
-    plan, planned = _plan(live, questions, before, target, now, at)
+    plan, planned = _plan(live, questions, before, target, now, at,
+                          review.scheduler_for(db_session=db_session, learner_id=learner_id))
     after = _mastery(topics, questions, planned)
     return Forecast(interview_date, at, target, [
         TopicForecast(b.slug, b.title, b.questions, b.seen, b.recall, a.recall)
@@ -222,10 +227,12 @@ def forecast(*, db_session: Session, learner_id: str, interview_date: date, targ
 
 
 def _plan(live: dict[int, LightCard], questions: dict[int, str], before: list[TopicMastery],
-          target: float, now: datetime, at: datetime) -> tuple[list[PlanDay], dict[int, float]]:
-    """Simulate FSRS from `now` to `at`: every card is reviewed (Good) on the study day it
-    falls due, every unseen question of a topic below target is introduced (spread evenly
-    over the days, the last day kept for reviews), and on the last day any card still
+          target: float, now: datetime, at: datetime,
+          sched: Scheduler) -> tuple[list[PlanDay], dict[int, float]]:
+    """Simulate FSRS (the learner's scheduler: their weights and retention) from `now` to `at`:
+    every card is reviewed (Good) on the study day it falls due, every unseen question of a
+    topic below target is introduced (spread evenly over the days, the last day kept for
+    reviews), and on the last day any card still
     predicted below target at the interview gets one more review. Returns the days and each
     question's predicted recall at the interview under the plan."""
     days = max(0, min(MAX_PLAN_DAYS, math.ceil((at - now).total_seconds() / 86400)))
@@ -243,7 +250,6 @@ def _plan(live: dict[int, LightCard], questions: dict[int, str], before: list[To
     never_reviewed = [qid for qid, c in live.items() if c.fsrs is None]
     unseen = never_reviewed + unseen
     plan: list[PlanDay] = []
-    sched = review.SCHEDULER
     for k, m in enumerate(moments):
         horizon = moments[k + 1] if k + 1 < days else at
         reviews = 0

@@ -6,18 +6,18 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from app.deps import API_BUSY, API_ERROR, SessionDep
+from app.deps import API_BUSY, API_ERROR, CurrentLearner, SessionDep
 from app.errors import NotFound
 from app.questions import service
-from app.questions.models import Question
+from app.questions.models import Question, QuestionRevision
 from app.questions.schemas import (
-    ChoiceOut,
     ExerciseOut,
     KnobOut,
     QuestionOut,
     QuestionSummaryOut,
+    asked_fields,
 )
-from app.quizzes.grading import tolerance_text
+from app.quizzes import service as practice
 
 router = APIRouter(prefix="/api/v1", tags=["questions"], responses=API_BUSY)
 
@@ -48,17 +48,39 @@ def _get_or_404(db_session: SessionDep, slug: str) -> Question:
 
 
 @router.get("/questions/{slug}", response_model=QuestionOut,
-            responses={404: {"description": "No such published question.", **API_ERROR}})
-def get_question(slug: str, db_session: SessionDep) -> QuestionOut:
-    """One question without its answer key or explanation."""
+            responses={404: {"description": "No such published question.", **API_ERROR},
+                       422: {"description": "No such variant.", **API_ERROR}})
+def get_question(
+    slug: str, db_session: SessionDep, learner_id: CurrentLearner,
+    variant: Annotated[int | None, Query(ge=0, le=1000, description=(
+        "Which variant (default: the one drawn for you, as the question page shows it)"))] = None,
+) -> QuestionOut:
+    """One variant of a question, with its own numbers, without its answer key or explanation.
+
+    A case shows the parts revealed to you so far; a talk-through its model answer and rubric
+    once you have sent your text."""
     question = _get_or_404(db_session, slug)
-    assert question.current_revision is not None
-    doc = service.revision_doc(question.current_revision)
+    revision = question.current_revision
+    assert revision is not None
+    template = service.revision_doc(revision)
+    if variant is None:
+        variant = practice.drawn_variant(db_session=db_session, learner_id=learner_id,
+                                         question_id=question.id, count=template.variant_count)
+    doc = service.revision_variant(revision=revision,
+                                   variant=practice.check_variant(template, variant))
+    state = None
+    if doc.is_case or doc.is_talk:
+        partial = practice.partial_answer(db_session=db_session, learner_id=learner_id,
+                                          question_id=question.id)
+        if partial is not None and partial.variant == variant:
+            # Under way on the revision it began on.
+            began = db_session.get(QuestionRevision, partial.revision_id)
+            assert began is not None
+            doc, state = service.revision_variant(revision=began, variant=variant), partial.state
     knobs = [
         KnobOut(name=name, label=k.label or name, values=k.values, default=k.default)
         for name, k in (doc.verify.knobs.items() if doc.verify else [])
     ]
-    numeric = doc.effective_format == "numeric"
     exercise = None
     if doc.exercise is not None and doc.verify is not None:
         exercise = ExerciseOut(
@@ -67,10 +89,6 @@ def get_question(slug: str, db_session: SessionDep) -> QuestionOut:
             hidden_checks=sum(1 for e in doc.verify.expect if e.hidden),
             run_url=f"/api/v1/exercises/{slug}/run")
     return QuestionOut(
-        **_summary(question).model_dump(), revision=question.current_revision.number,
-        answer_format="exercise" if doc.is_exercise else doc.effective_format, prompt=doc.prompt,
-        exercise=exercise,
-        choices=[ChoiceOut(key=c.key, text=c.text) for c in doc.choices],
-        unit=doc.answer.unit if numeric and doc.answer else None,
-        tolerance=tolerance_text(doc) if numeric else None, trace=doc.trace, knobs=knobs,
-    )
+        **_summary(question).model_dump(), revision=revision.number, exercise=exercise,
+        knobs=knobs, **asked_fields(doc, variant=variant, variant_count=template.variant_count,
+                                    state=state))

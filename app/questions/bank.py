@@ -17,6 +17,7 @@ from pydantic import ValidationError
 
 from app.questions.facts import FACTS_FILE, FactsDoc
 from app.questions.schema import FieldError, QuestionDoc, TopicDoc, key_binding_problems
+from app.verify.engine.forbid import CHECKS_MARK
 
 TOPIC_FILE = "_topic.yaml"
 # A question file larger than this is almost certainly a mistake (a pasted log).
@@ -211,7 +212,7 @@ def load_question_file(
                     BankError(str(snippet_path.relative_to(root)), "verify.snippet",
                               f"Python syntax error: {exc.msg}", exc.lineno)
                 )
-    exercise_files: dict[str, str] = {}
+    exercise_files: dict[str, Any] = {}
     if doc.exercise is not None:
         ex = doc.exercise
         for field_name in ("solution_code", "harness_code"):
@@ -222,24 +223,47 @@ def load_question_file(
         for field_name, file_name in (("solution", ex.solution), ("harness", ex.harness)):
             if file_name is None:
                 continue
-            code_path = path.parent / file_name
-            if not code_path.is_file():
-                errors.append(BankError(rel, f"exercise.{field_name}",
-                                        f"file {file_name!r} not found beside it",
-                                        _line_of(node, ("exercise", field_name))))
-                continue
-            code = code_path.read_text(encoding="utf-8")
-            try:
-                compile(code, str(code_path), "exec")
-            except SyntaxError as exc:
-                errors.append(BankError(str(code_path.relative_to(root)), f"exercise.{field_name}",
-                                        f"Python syntax error: {exc.msg}", exc.lineno))
-            exercise_files[f"{field_name}_code"] = code
+            code = _exercise_file(path, root, file_name, ("exercise", field_name), node, errors)
+            if code is not None:
+                exercise_files[f"{field_name}_code"] = code
+        harness_code = exercise_files.get("harness_code")
+        if harness_code is not None and CHECKS_MARK.strip() in harness_code:
+            errors.append(BankError(rel, "exercise.harness",
+                                    f"must not contain the line {CHECKS_MARK.strip()!r}: it marks "
+                                    "where the checks start", _line_of(node, ("exercise", "harness"))))
+        wrong = []
+        for i, w in enumerate(ex.wrong):
+            wrong_loc: tuple[int | str, ...] = ("exercise", "wrong", i, "file")
+            if w.code is not None:
+                errors.append(BankError(rel, _field_name(("exercise", "wrong", i, "code")),
+                                        "is read from the file named beside it; do not write it",
+                                        _line_of(node, ("exercise", "wrong", i))))
+            code = _exercise_file(path, root, w.file, wrong_loc, node, errors)
+            wrong.append(w.model_copy(update={"code": code}))
+        exercise_files["wrong"] = wrong
     if errors:
         return None, errors
     if doc.exercise is not None:
         doc = doc.model_copy(update={"exercise": doc.exercise.model_copy(update=exercise_files)})
     return doc.model_copy(update={"snippet_text": snippet_text}), []
+
+
+def _exercise_file(path: Path, root: Path, file_name: str, loc: tuple[int | str, ...],
+                   node: yaml.Node | None, errors: list[BankError]) -> str | None:
+    """The text of a code file an exercise names beside its YAML, or None (with the error)."""
+    rel = str(path.relative_to(root))
+    code_path = path.parent / file_name
+    if not code_path.is_file():
+        errors.append(BankError(rel, _field_name(loc), f"file {file_name!r} not found beside it",
+                                _line_of(node, loc)))
+        return None
+    code = code_path.read_text(encoding="utf-8")
+    try:
+        compile(code, str(code_path), "exec")
+    except SyntaxError as exc:
+        errors.append(BankError(str(code_path.relative_to(root)), _field_name(loc),
+                                f"Python syntax error: {exc.msg}", exc.lineno))
+    return code
 
 
 def load_bank(root: Path) -> Bank:
@@ -318,6 +342,8 @@ def dump_question_yaml(doc: QuestionDoc) -> str:
         # The codes live in their own files (write_bank), as the author wrote them.
         data["exercise"].pop("solution_code", None)
         data["exercise"].pop("harness_code", None)
+        for wrong in data["exercise"].get("wrong", []):
+            wrong.pop("code", None)
     return yaml.dump(
         data, Dumper=_BlockDumper, sort_keys=False, allow_unicode=True, width=100
     )
@@ -349,7 +375,9 @@ def write_bank(
             written.append(snippet)
         ex = doc.exercise
         if ex is not None:
-            for file_name, code in ((ex.solution, ex.solution_code), (ex.harness, ex.harness_code)):
+            files = [(ex.solution, ex.solution_code), (ex.harness, ex.harness_code),
+                     *((w.file, w.code) for w in ex.wrong)]
+            for file_name, code in files:
                 if file_name is not None and code is not None:
                     (folder / file_name).write_text(code, encoding="utf-8")
                     written.append(folder / file_name)

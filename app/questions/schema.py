@@ -29,6 +29,7 @@ from pydantic import (
 # app.questions.variants (templates, Jinja2's sandbox) is imported inside the functions that
 # handle a question with variables: Jinja2 loads then and only then, so workers and
 # `bank verify` over plain questions start without it.
+from app.verify.engine.forbid import FORBIDDABLE
 
 SLUG_RE = r"^[a-z0-9]+(?:-[a-z0-9]+)*$"
 # Knob names become snippet `params` keys and CLI `--param` names.
@@ -38,6 +39,9 @@ MAX_WORLD_SIZE = 8
 MAX_AUDIT_ALL_COMBINATIONS = 16
 # An exercise's author writes at most this many hints.
 MAX_HINTS = 3
+# Known-wrong solutions each of the bank's exercises carries (tests/exercises checks it;
+# the gate runs every one an exercise has).
+MIN_WRONG_SOLUTIONS = 3
 SNIPPET_FILE_RE = r"^[A-Za-z0-9_.-]+\.py$"
 
 # A question has at most this many variants: each is audited, and a learner meets a few.
@@ -227,12 +231,23 @@ class Knob(Strict):
 
 
 class ValueCheck(Strict):
+    """A reported value equals `equals`, or (exercises, `reference: true`) what the reference
+    solution reported under the same name, on the same rank, in the same knob combination."""
+
     name: str
     rank: int | Literal["all"] = "all"
-    # Omitted only on an is_answer check of a question with answer.formula: it then
-    # stands for the variant's formula value (QuestionDoc checks who omits it).
+    # Omitted only with reference: true (exercises), or on an is_answer check of a question
+    # with answer.formula, where it stands for the variant's formula value (QuestionDoc
+    # checks who omits it).
     equals: Any = FROM_FORMULA
+    reference: bool = False
     tol: float = Field(default=1e-6, ge=0)
+
+    @model_validator(mode="after")
+    def _one_target(self) -> ValueCheck:
+        if self.reference and "equals" in self.model_fields_set:
+            raise FieldError("equals", "a value check has equals or reference: true, not both")
+        return self
 
 
 class CollectivesCheck(Strict):
@@ -451,21 +466,43 @@ class VerifyBlock(Strict):
         return {name: knob.default for name, knob in self.knobs.items()}
 
 
+class WrongSolution(Strict):
+    """A plausible mistake a candidate makes: the gate proves the checks reject it."""
+
+    file: str = Field(pattern=SNIPPET_FILE_RE)
+    why: str = Field(min_length=1)
+    # The file's text, filled in by the loader (like ExerciseBlock.solution_code).
+    code: str | None = None
+
+
 class ExerciseBlock(Strict):
     """What makes a question an exercise: the learner edits the starter (verify.snippet)
     until every check in verify.expect passes on every audited knob combination.
 
-    `solution_code` and `harness_code` are the files' texts, filled in by the loader and
-    stored with the revision, but written back to YAML as the file names only.
+    `solution_code`, `harness_code` and each wrong solution's `code` are the files' texts,
+    filled in by the loader and stored with the revision, but written back to YAML as the
+    file names only.
     """
 
     solution: str = Field(pattern=SNIPPET_FILE_RE)
-    # Code appended after the learner's (and the solution's) code on every run: it calls
-    # what the learner wrote and reports what the checks read, out of the learner's reach.
+    # The checks program, run after the learner's (and the solution's) code in its own
+    # namespace: it calls what the learner wrote and reports what the checks read.
     harness: str | None = Field(default=None, pattern=SNIPPET_FILE_RE)
     hints: list[Annotated[str, Field(min_length=1)]] = Field(default=[], max_length=MAX_HINTS)
+    # Collectives that raise ForbiddenCollective while learner code runs.
+    forbid: list[str] = []
+    wrong: list[WrongSolution] = []
     solution_code: str | None = None
     harness_code: str | None = None
+
+    @field_validator("forbid")
+    @classmethod
+    def _forbiddable(cls, names: list[str]) -> list[str]:
+        for name in names:
+            if name not in FORBIDDABLE:
+                raise ValueError(f"{name!r} is not a torch.distributed collective an exercise can "
+                                 f"forbid ({', '.join(sorted(FORBIDDABLE))})")
+        return names
 
 
 class VariantsBlock(Strict):
@@ -577,6 +614,10 @@ class QuestionDoc(Strict):
                 if e.hidden:
                     raise FieldError(("verify", "expect", i, "hidden"),
                                      "hidden checks are for exercises only")
+                if e.value is not None and e.value.reference:
+                    raise FieldError(("verify", "expect", i, "value", "reference"),
+                                     "reference: true compares with an exercise's reference "
+                                     "solution; a question has none")
         fmt = self.effective_format
         if self.type == "trace":
             if self.answer_format is None:
@@ -611,6 +652,11 @@ class QuestionDoc(Strict):
         if len({n for n in names if n}) != len([n for n in names if n]):
             raise FieldError("exercise", "the starter, the solution and the harness need "
                                          "three different files")
+        for i, w in enumerate(self.exercise.wrong):
+            if w.file in names or w.file in [x.file for x in self.exercise.wrong[:i]]:
+                raise FieldError(("exercise", "wrong", i, "file"),
+                                 f"wrong solution {w.file!r} is also the starter, the solution, "
+                                 "the harness or another wrong solution")
         return self
 
     def _no_key_fields(self, what: str) -> None:
@@ -714,8 +760,9 @@ class QuestionDoc(Strict):
             if choice.correct_when is not None:
                 raise FieldError((*loc, "correct_when"), "correct_when needs variables")
         for i, exp in enumerate(self.verify.expect if self.verify else []):
-            if exp.value is not None and exp.value.equals == FROM_FORMULA:
-                raise FieldError(("verify", "expect", i, "value", "equals"), "Field required")
+            if exp.value is not None and exp.value.equals == FROM_FORMULA and not exp.value.reference:
+                raise FieldError(("verify", "expect", i, "value", "equals"),
+                                 "a value check needs equals (or, in an exercise, reference: true)")
             for check, fields in TEMPLATED_CHECK_FIELDS.items():
                 body = getattr(exp, check)
                 for name in fields if check != "value" and body is not None else ():
@@ -777,7 +824,8 @@ class QuestionDoc(Strict):
                                      f"variable {name!r}")
             if not any(all(same_value(p[k], v) for k, v in conditions.items()) for p in found):
                 raise FieldError(("verify", "expect", i, "when"), f"expect[{i}] applies to no variant")
-            if exp.value is not None and exp.value.equals == FROM_FORMULA and not (
+            omitted = exp.value is not None and exp.value.equals == FROM_FORMULA and not exp.value.reference
+            if omitted and not (
                     exp.is_answer and self.answer is not None and self.answer.formula is not None):
                 raise FieldError(("verify", "expect", i, "value", "equals"),
                                  "equals may be left out only on an is_answer check of a question "

@@ -33,6 +33,8 @@ class QuizItem(Base):
     position: Mapped[int]
     question_id: Mapped[int] = mapped_column(ForeignKey("questions.id"))
     revision_id: Mapped[int] = mapped_column(ForeignKey("question_revisions.id"))
+    # The variant the quiz asks, drawn when it started (0 for a question without variables).
+    variant: Mapped[int] = mapped_column(default=0, server_default="0")
     shown_at: Mapped[datetime | None]
 
     __table_args__ = (UniqueConstraint("quiz_id", "position"),)
@@ -47,6 +49,9 @@ class Attempt(Base):
     learner_id: Mapped[str] = mapped_column(ForeignKey("learners.id"), index=True)
     question_id: Mapped[int] = mapped_column(ForeignKey("questions.id"))
     revision_id: Mapped[int] = mapped_column(ForeignKey("question_revisions.id"))
+    # The variant answered: the revision and this index render the question the learner saw,
+    # so the grade and the key shown later are that variant's even after the question changes.
+    variant: Mapped[int] = mapped_column(default=0, server_default="0")
     quiz_item_id: Mapped[int | None] = mapped_column(
         ForeignKey("quiz_items.id", ondelete="CASCADE"), unique=True
     )
@@ -65,3 +70,35 @@ class Attempt(Base):
 
 
 CONFIDENCE_LEVELS = ("guessing", "unsure", "sure")
+
+# The slot of an answer in steps given outside a quiz (the question page, Review, the API).
+SLOT_STANDALONE = "standalone"
+
+
+class PartialAnswer(Base):
+    """An answer given in steps, not yet complete: a case's parts answered so far, or a
+    talk-through's written text before its rubric is ticked.
+
+    The server keeps it so that the order holds whatever the client sends: part 2 is
+    refused before part 1, and neither a later part's text nor the model answer is sent
+    before its turn. When the last step arrives it becomes an Attempt and this row goes.
+    One per learner, question and slot (a quiz item, or SLOT_STANDALONE).
+    """
+
+    __tablename__ = "partial_answers"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    learner_id: Mapped[str] = mapped_column(ForeignKey("learners.id"), index=True)
+    question_id: Mapped[int] = mapped_column(ForeignKey("questions.id"))
+    # The revision and variant the first step answered: later steps answer the same ones.
+    revision_id: Mapped[int] = mapped_column(ForeignKey("question_revisions.id"))
+    variant: Mapped[int] = mapped_column(default=0)
+    slot: Mapped[str] = mapped_column(String(32))
+    quiz_item_id: Mapped[int | None] = mapped_column(
+        ForeignKey("quiz_items.id", ondelete="CASCADE"))
+    # {"parts": [normalised answer, ...]} for a case, {"text": "..."} for a talk-through.
+    state: Mapped[dict[str, Any]]
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+    __table_args__ = (UniqueConstraint("learner_id", "question_id", "slot"),)

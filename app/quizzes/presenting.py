@@ -17,10 +17,20 @@ from sqlalchemy.orm import Session
 
 from app.errors import NotFound
 from app.questions import service as questions_service
+from app.questions.models import QuestionRevision
 from app.questions.schema import QuestionDoc
 from app.questions.service import PublishedQuestion
 from app.quizzes import service
-from app.quizzes.grading import MULTI_RULE, InvalidAnswer, correct_answer, parse_number, tolerance_text
+from app.quizzes.grading import (
+    MAX_TALK_BYTES,
+    MULTI_RULE,
+    InvalidAnswer,
+    correct_answer,
+    grade,
+    parse_number,
+    tolerance_text,
+)
+from app.quizzes.models import Attempt
 
 # Sent with a graded htmx fragment: the header's due count (review/_me_nav.html) reloads.
 ANSWERED = {"HX-Trigger": "answered"}
@@ -48,10 +58,62 @@ def time_taken_ms(token: str | None) -> int | None:
     return elapsed if 0 <= elapsed <= MAX_TIME_TAKEN_MS else None
 
 
-def question_context(doc: QuestionDoc) -> dict[str, Any]:
-    """What every question template needs, without the answer key."""
+def question_context(doc: QuestionDoc, *, variant: int = 0, variant_count: int = 1) -> dict[str, Any]:
+    """What every question template needs, without the answer key: the rendered variant
+    (`doc`) and which one it is of how many."""
     return {"doc": doc, "fmt": doc.effective_format, "multi_rule": MULTI_RULE,
-            "tolerance": tolerance_text(doc) if doc.effective_format == "numeric" else ""}
+            "tolerance": tolerance_text(doc) if doc.effective_format == "numeric" else "",
+            "variant": variant, "variant_count": variant_count,
+            "max_talk_chars": MAX_TALK_BYTES}
+
+
+@dataclass(frozen=True)
+class PartView:
+    """One answered part of a case, graded, as the page shows it."""
+
+    index: int
+    doc: QuestionDoc  # the part as a question of its type
+    answer: Any
+    score: float
+    correct: bool
+    key: Any
+
+    @property
+    def fmt(self) -> str:
+        return self.doc.effective_format
+
+    @property
+    def tolerance(self) -> str:
+        return tolerance_text(self.doc) if self.fmt == "numeric" else ""
+
+
+def part_views(doc: QuestionDoc, answers: list[Any]) -> list[PartView]:
+    """The answered parts of a (rendered) case, each graded against its own key."""
+    views = []
+    for j, answer in enumerate(answers[: len(doc.parts)]):
+        part = doc.part(j)
+        g = grade(part, answer)
+        views.append(PartView(j, part, g.answer, g.score, g.correct, correct_answer(part)))
+    return views
+
+
+def step_context(doc: QuestionDoc, state: dict[str, Any] | None) -> dict[str, Any]:
+    """A case or talk-through under way: the parts answered (graded) and the next part's
+    form, or the written text and the rubric to tick. Nothing of a later part, nor the model
+    answer before the text is written."""
+    state = state or {}
+    if doc.is_case:
+        done = part_views(doc, list(state.get("parts", [])))
+        ctx: dict[str, Any] = {"case_parts": done, "case_total": len(doc.parts),
+                               "case_next": len(done) if len(done) < len(doc.parts) else None}
+        if ctx["case_next"] is not None:
+            part = doc.part(ctx["case_next"])
+            ctx.update(part_doc=part, part_fmt=part.effective_format,
+                       part_tolerance=tolerance_text(part) if part.effective_format == "numeric" else "")
+        return ctx
+    if doc.is_talk:
+        return {"talk_text": state.get("text")}
+    return {}
 
 
 def graded_context(
@@ -61,8 +123,29 @@ def graded_context(
 
     `typed` is the text the learner sent, when it was just sent: a number typed with a
     comma is graded as the page then says (1,75 -> 1.75)."""
-    return {**question_context(doc), "graded": True, "answer": answer, "score": score,
-            "correct": correct, "key": correct_answer(doc), "reading": _reading(doc, typed)}
+    ctx = {**question_context(doc), "graded": True, "answer": answer, "score": score,
+           "correct": correct, "key": correct_answer(doc), "reading": _reading(doc, typed)}
+    if doc.is_case and isinstance(answer, dict):
+        ctx["case_parts"] = part_views(doc, list(answer.get("parts", [])))
+        ctx["case_total"] = len(doc.parts)
+    if doc.is_talk and isinstance(answer, dict):
+        ctx["talk_text"] = answer.get("text", "")
+        ctx["ticked"] = list(answer.get("ticked", []))
+    return ctx
+
+
+def attempt_doc(db_session: Session, attempt: Attempt) -> QuestionDoc:
+    """The variant an attempt answered, from its own revision (whatever the question is now)."""
+    revision = db_session.get(QuestionRevision, attempt.revision_id)
+    assert revision is not None
+    return questions_service.revision_variant(revision=revision, variant=attempt.variant)
+
+
+def attempt_context(db_session: Session, attempt: Attempt, *, variant_count: int = 1) -> dict[str, Any]:
+    """The graded state of a stored attempt, against the key of the variant it answered."""
+    doc = attempt_doc(db_session, attempt)
+    return {**graded_context(doc, attempt.answer, attempt.score, attempt.correct),
+            "variant": attempt.variant, "variant_count": variant_count}
 
 
 def _reading(doc: QuestionDoc, typed: Any) -> str | None:
@@ -81,6 +164,30 @@ def read_answer(form: Any, fmt: str) -> tuple[Any, str | None]:
     if fmt == "multi":
         return values, token if isinstance(token, str) else None
     return (values[0] if values else ""), token if isinstance(token, str) else None
+
+
+def _small_int(value: Any) -> int | None:
+    return int(value) if isinstance(value, str) and value.isdigit() and len(value) < 6 else None
+
+
+def read_variant(form: Any) -> int | None:
+    """The variant a form says it shows (None when it says nothing readable)."""
+    return _small_int(form.get("variant"))
+
+
+def read_step(form: Any, doc: QuestionDoc) -> tuple[int | None, Any]:
+    """(part, answer) of a case or talk-through form: a part's answer read as its type's, or
+    {"text": ...} then {"ticked": [...]} for a talk-through."""
+    if doc.is_case:
+        part = _small_int(form.get("part"))
+        fmt = doc.part(part).effective_format if part is not None and part < len(doc.parts) else "single"
+        return part, read_answer(form, fmt)[0]
+    if form.get("step") == "ticks":
+        ticked = [_small_int(v) if _small_int(v) is not None else v
+                  for v in form.getlist("ticked") if isinstance(v, str)]
+        return None, {"ticked": ticked}
+    text = form.get("text")
+    return None, {"text": text.replace("\r\n", "\n") if isinstance(text, str) else ""}
 
 
 def published_or_404(db_session: Session, slug: str) -> PublishedQuestion:
@@ -114,28 +221,110 @@ class Answered:
         return bool(self.ctx.get("graded"))
 
 
+def read_submission(form: Any, question: PublishedQuestion,
+                    variant: int) -> tuple[int | None, Any, str | None]:
+    """(part, answer, token) of an answer form for this variant of the question."""
+    token = form.get("token")
+    token = token if isinstance(token, str) else None
+    doc = question.variant(variant if 0 <= variant < question.doc.variant_count else 0)
+    if doc.is_case or doc.is_talk:
+        part, raw = read_step(form, doc)
+        return part, raw, token
+    return None, read_answer(form, doc.effective_format)[0], token
+
+
+def shown_variant(db_session: Session, question: PublishedQuestion, learner_id: str) -> int:
+    """The variant a standalone page shows this learner now (a case under way keeps its own)."""
+    return service.drawn_variant(db_session=db_session, learner_id=learner_id,
+                                 question_id=question.id, count=question.doc.variant_count)
+
+
+def standalone_context(db_session: Session, question: PublishedQuestion, learner_id: str,
+                       variant: int) -> dict[str, Any]:
+    """A standalone question page before answering: the variant, and for a case or talk-through
+    the steps taken so far (on the revision and variant they were taken on)."""
+    count = question.doc.variant_count
+    doc = question.variant(variant)
+    ctx = question_context(doc, variant=variant, variant_count=count)
+    if doc.is_case or doc.is_talk:
+        partial = service.partial_answer(db_session=db_session, learner_id=learner_id,
+                                         question_id=question.id)
+        if partial is not None:
+            revision = db_session.get(QuestionRevision, partial.revision_id)
+            assert revision is not None
+            doc = questions_service.revision_variant(revision=revision, variant=partial.variant)
+            ctx = question_context(doc, variant=partial.variant, variant_count=count)
+        ctx.update(step_context(doc, partial.state if partial is not None else None))
+    return ctx
+
+
 def answer_standalone(
     *, db_session: Session, question: PublishedQuestion, learner_id: str, raw: Any,
     token: str | None, confidence: Any, now: datetime, predicting: bool = False,
+    variant: int = 0, part: int | None = None,
 ) -> Answered:
-    """Grade a standalone answer (the question page, or the Review page) and schedule its card.
+    """Grade a standalone answer to one variant (the question page, or the Review page) and
+    schedule its card; for a case or talk-through, take one step of it.
 
     A replayed submission shows the first one's grade (409); an answer that is no answer
-    is shown again with the reason (422). `predicting`: the learner pressed "Run it"
-    before answering, so the answer is their prediction."""
-    doc = question.doc
+    is shown again with the reason (422); a step out of turn shows where the answer stands
+    (409). `predicting`: the learner pressed "Run it" before answering, so the answer is
+    their prediction."""
+    count = question.doc.variant_count
+    try:
+        variant = service.check_variant(question.doc, variant)
+    except service.NoSuchVariant as exc:
+        return Answered({**question_context(question.variant(0), variant_count=count),
+                         "error": str(exc), "token": new_form_token()}, 422)
+    doc = question.variant(variant)
+    if doc.is_case or doc.is_talk:
+        return _step_standalone(db_session, question, learner_id, raw, token, confidence, now,
+                                variant, part)
     try:
         _attempt, grade = service.answer_question(
             db_session=db_session, learner_id=learner_id, question=question, raw_answer=raw,
             token=token, time_taken_ms=time_taken_ms(token),
-            confidence=service.clean_confidence(confidence), now=now)
-        return Answered(graded_context(doc, grade.answer, grade.score, grade.correct, raw), 200)
+            confidence=service.clean_confidence(confidence), now=now, variant=variant)
+        return Answered({**graded_context(doc, grade.answer, grade.score, grade.correct, raw),
+                         "variant": variant, "variant_count": count}, 200)
     except service.AlreadyAnswered as exc:
-        prior = exc.attempt
-        ctx = graded_context(doc, prior.answer, prior.score, prior.correct)
+        ctx = attempt_context(db_session, exc.attempt, variant_count=count)
         ctx["notice"] = "This answer was already submitted; the first submission counts."
         return Answered(ctx, 409)
     except InvalidAnswer as exc:
         message = f"Predict first: {exc}." if predicting else str(exc)
-        return Answered({**question_context(doc), "error": message, "token": token,
+        return Answered({**question_context(doc, variant=variant, variant_count=count),
+                         "error": message, "token": token,
                          "previous": raw, "previous_confidence": confidence}, 422)
+
+
+def _step_standalone(
+    db_session: Session, question: PublishedQuestion, learner_id: str, raw: Any,
+    token: str | None, confidence: Any, now: datetime, variant: int, part: int | None,
+) -> Answered:
+    count = question.doc.variant_count
+    try:
+        stepped = service.answer_step(
+            db_session=db_session, learner_id=learner_id, question=question, variant=variant,
+            part=part, raw=raw, token=token, confidence=service.clean_confidence(confidence),
+            now=now)
+    except service.AlreadyAnswered as exc:
+        ctx = attempt_context(db_session, exc.attempt, variant_count=count)
+        ctx["notice"] = "This answer was already submitted; the first submission counts."
+        return Answered(ctx, 409)
+    except (service.OutOfTurn, InvalidAnswer) as exc:
+        ctx = standalone_context(db_session, question, learner_id, variant)
+        # A fresh token: the refused step stored nothing, and the next try is a new submission.
+        ctx.update(token=new_form_token(), previous=raw if isinstance(exc, InvalidAnswer) else None,
+                   previous_confidence=confidence)
+        ctx["error" if isinstance(exc, InvalidAnswer) else "notice"] = str(exc)
+        return Answered(ctx, 422 if isinstance(exc, InvalidAnswer) else 409)
+    if stepped.complete:
+        assert stepped.grade is not None
+        g = stepped.grade
+        return Answered({**graded_context(stepped.doc, g.answer, g.score, g.correct),
+                         "variant": variant, "variant_count": count}, 200)
+    ctx = {**question_context(stepped.doc, variant=variant, variant_count=count),
+           **step_context(stepped.doc, stepped.state), "token": new_form_token(),
+           "just_answered": stepped.part}
+    return Answered(ctx, 200)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, insert, select
+from sqlalchemy import bindparam, func, insert, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import IntegrityError
@@ -17,12 +17,19 @@ from sqlalchemy.orm import Session
 
 from app.accounts.models import Learner
 from app.db import utcnow
-from app.errors import Conflict, NotFound
+from app.errors import Conflict, InvalidInput, NotFound
 from app.questions.models import Question, QuestionRevision, Topic
 from app.questions.schema import QuestionDoc
-from app.questions.service import PublishedQuestion, list_published, revision_doc
-from app.quizzes.grading import Grade, InvalidAnswer, grade
-from app.quizzes.models import CONFIDENCE_LEVELS, Attempt, Quiz, QuizItem
+from app.questions.service import PublishedQuestion, list_published, revision_doc, revision_variant
+from app.quizzes.grading import Grade, InvalidAnswer, grade, grade_part, normalise_answer
+from app.quizzes.models import (
+    CONFIDENCE_LEVELS,
+    SLOT_STANDALONE,
+    Attempt,
+    PartialAnswer,
+    Quiz,
+    QuizItem,
+)
 from app.review import service as review
 
 # A quiz longer than this is a mock interview, which has its own flow.
@@ -39,6 +46,84 @@ class AlreadyAnswered(Conflict):
 
 class NoQuestions(NotFound):
     """No published question matches the filters (of a quiz, or a mock interview)."""
+
+
+class NoSuchVariant(InvalidInput):
+    """A variant index the question does not have."""
+
+
+class OutOfTurn(Conflict):
+    """A step of a case or talk-through sent out of its order (part 2 before part 1, the
+    rubric's ticks before the written answer), or for another variant than the one under way."""
+
+
+# Variants ----------------------------------------------------------------------------------
+
+
+def check_variant(doc: QuestionDoc, variant: int) -> int:
+    """`variant` if the question (a template document) has it; NoSuchVariant (422) otherwise."""
+    count = doc.variant_count
+    if isinstance(variant, bool) or not isinstance(variant, int) or not 0 <= variant < count:
+        raise NoSuchVariant(f"variant {variant!r} does not exist: this question has variant"
+                            f"{' 0' if count == 1 else f's 0 to {count - 1}'}", loc=("variant",))
+    return variant
+
+
+def pick_variant(*, learner_id: str, question_id: int, count: int, answered: int,
+                 last: int | None) -> int:
+    """The variant a learner meets on their `answered`-th return to a question (pure).
+
+    A hash of (learner, question, answers so far), so a reload shows the same numbers and
+    two learners usually see different ones; after an answer the draw is among the other
+    variants, so review (and practising again) never repeats the numbers just answered.
+    """
+    if count <= 1:
+        return 0
+    digest = hashlib.sha256(f"{learner_id}\0{question_id}\0{answered}".encode()).digest()
+    h = int.from_bytes(digest[:8], "big")
+    if last is None or not 0 <= last < count:
+        return h % count
+    others = [i for i in range(count) if i != last]
+    return others[h % len(others)]
+
+
+_LAST_VARIANT = (select(Attempt.variant)
+                 .where(Attempt.learner_id == bindparam("learner_id"),
+                        Attempt.question_id == bindparam("question_id"))
+                 .order_by(Attempt.created_at.desc(), Attempt.id.desc()).limit(1))
+_ANSWERS = (select(func.count()).select_from(Attempt)
+            .where(Attempt.learner_id == bindparam("learner_id"),
+                   Attempt.question_id == bindparam("question_id")))
+
+
+def drawn_variant(*, db_session: Session, learner_id: str, question_id: int, count: int) -> int:
+    """The variant this learner meets now outside a quiz (the question page, Review, the API).
+
+    A case or talk-through under way keeps its variant; otherwise pick_variant over the
+    learner's answers so far. No query for a question with one variant.
+    """
+    if count <= 1:
+        return 0
+    params = {"learner_id": learner_id, "question_id": question_id}
+    under_way = partial_answer(db_session=db_session, learner_id=learner_id,
+                               question_id=question_id)
+    if under_way is not None and 0 <= under_way.variant < count:
+        return under_way.variant
+    conn = db_session.connection()
+    last = conn.execute(_LAST_VARIANT, params).scalar()
+    answered = int(conn.execute(_ANSWERS, params).scalar() or 0)
+    return pick_variant(learner_id=learner_id, question_id=question_id, count=count,
+                        answered=answered, last=last)
+
+
+def answered_variant(*, db_session: Session, learner_id: str, question_id: int,
+                     variant: int) -> bool:
+    """True once this learner has answered this variant of the question (its key may be shown)."""
+    return db_session.scalar(
+        select(Attempt.id).where(Attempt.learner_id == learner_id,
+                                 Attempt.question_id == question_id,
+                                 Attempt.variant == variant).limit(1)
+    ) is not None
 
 
 _LEARNER_EXISTS = select(Learner.id).where(Learner.id == bindparam("learner_id"))
@@ -82,11 +167,21 @@ def start_quiz(
     db_session.add(quiz)
     db_session.flush()
     for position, question in enumerate(picked, start=1):
-        assert question.current_revision_id is not None
+        assert question.current_revision is not None
         db_session.add(QuizItem(quiz_id=quiz.id, position=position, question_id=question.id,
-                                revision_id=question.current_revision_id))
+                                revision_id=question.current_revision.id,
+                                variant=item_variant(db_session=db_session, learner_id=learner_id,
+                                                     question_id=question.id,
+                                                     revision=question.current_revision)))
     db_session.flush()
     return quiz
+
+
+def item_variant(*, db_session: Session, learner_id: str, question_id: int,
+                 revision: QuestionRevision) -> int:
+    """The variant a new quiz (or mock interview) item pins: drawn as outside a quiz."""
+    return drawn_variant(db_session=db_session, learner_id=learner_id, question_id=question_id,
+                         count=revision_doc(revision).variant_count)
 
 
 def get_quiz(*, db_session: Session, quiz_id: str, learner_id: str) -> Quiz | None:
@@ -112,17 +207,23 @@ class ItemView:
     item: QuizItem
     question: Question
     revision: QuestionRevision
-    doc: QuestionDoc
+    doc: QuestionDoc  # the variant the item pins, rendered
     attempt: Attempt | None
+    # A case's parts or a talk-through's text so far, while it is under way.
+    partial: PartialAnswer | None = None
 
 
 def item_view(*, db_session: Session, item: QuizItem) -> ItemView:
-    """A quiz item with the revision it is pinned to and its attempt, if any."""
+    """A quiz item with the revision and variant it is pinned to and its attempt, if any."""
     question = db_session.get(Question, item.question_id)
     revision = db_session.get(QuestionRevision, item.revision_id)
     assert question is not None and revision is not None
     attempt = db_session.scalar(select(Attempt).where(Attempt.quiz_item_id == item.id))
-    return ItemView(item, question, revision, revision_doc(revision), attempt)
+    doc = revision_variant(revision=revision, variant=item.variant)
+    partial = None
+    if attempt is None and (doc.is_case or doc.is_talk):
+        partial = db_session.scalar(select(PartialAnswer).where(PartialAnswer.quiz_item_id == item.id))
+    return ItemView(item, question, revision, doc, attempt, partial)
 
 
 def mark_shown(*, item: QuizItem) -> None:
@@ -131,10 +232,10 @@ def mark_shown(*, item: QuizItem) -> None:
         item.shown_at = utcnow()
 
 
-def _elapsed_ms(since: datetime | None) -> int | None:
+def _elapsed_ms(since: datetime | None, now: datetime | None = None) -> int | None:
     if since is None:
         return None
-    return max(0, int((utcnow() - since).total_seconds() * 1000))
+    return max(0, int(((now or utcnow()) - since).total_seconds() * 1000))
 
 
 def clean_confidence(value: object) -> str | None:
@@ -146,11 +247,15 @@ def clean_confidence(value: object) -> str | None:
 # ORM's flush of one new row costs several times the insert itself.
 _INSERT_ATTEMPT = insert(Attempt).returning(Attempt.id)
 _ATTEMPT_COLUMNS = tuple(c.key for c in Attempt.__table__.columns if c.key != "id")
+# Columns with a default: left unset on the attempt they take it, as an ORM flush would
+# (an explicit None in a Core insert would not).
+_DEFAULTED = frozenset(c.key for c in Attempt.__table__.columns if c.default is not None)
 
 
 def _store_attempt(db_session: Session, attempt: Attempt) -> None:
     """Insert the (transient) attempt and give it its id."""
-    values = {key: getattr(attempt, key) for key in _ATTEMPT_COLUMNS}
+    values = {key: value for key in _ATTEMPT_COLUMNS
+              if (value := getattr(attempt, key)) is not None or key not in _DEFAULTED}
     attempt.id = db_session.connection().execute(_INSERT_ATTEMPT, values).scalar_one()
 
 
@@ -183,9 +288,13 @@ def answer_item(
         raise AlreadyAnswered(existing)
     revision = db_session.get(QuestionRevision, item.revision_id)
     assert revision is not None
-    result = grade(revision_doc(revision), raw_answer)
+    doc = revision_variant(revision=revision, variant=item.variant)
+    if doc.is_case or doc.is_talk:
+        raise InvalidAnswer(_IN_STEPS)
+    result = grade(doc, raw_answer)
     attempt = Attempt(
         learner_id=learner_id, question_id=item.question_id, revision_id=item.revision_id,
+        variant=item.variant,
         quiz_item_id=item.id, answer=result.answer, score=result.score, correct=result.correct,
         time_taken_ms=_elapsed_ms(item.shown_at), confidence=clean_confidence(confidence),
         created_at=now or utcnow(),
@@ -211,6 +320,9 @@ def replay_key(*, learner_id: str, question_id: int, token: str) -> str:
     return hashlib.sha256(f"{learner_id}\0{question_id}\0{token}".encode()).hexdigest()
 
 
+_IN_STEPS = "a case is answered part by part, and a talk-through in two steps (text, then ticks)"
+
+
 def answer_question(
     *,
     db_session: Session,
@@ -221,21 +333,27 @@ def answer_question(
     time_taken_ms: int | None = None,
     confidence: str | None = None,
     now: datetime | None = None,
+    variant: int = 0,
 ) -> tuple[Attempt, Grade]:
-    """Grade and store a standalone attempt and schedule its review card; replaying the same
-    token returns the first one. `now` is the clock's time (app/clock.py)."""
+    """Grade and store a standalone attempt at one variant and schedule its review card;
+    replaying the same token returns the first one. `now` is the clock's time (app/clock.py).
+    A case or talk-through is answered in steps instead (answer_step)."""
     if question.doc.is_exercise:
         # Before any replay lookup: an exercise's attempts are stored by record_exercise_pass.
         raise InvalidAnswer("an exercise is answered by running your code on its page")
+    doc = question.variant(check_variant(question.doc, variant))
+    if doc.is_case or doc.is_talk:
+        raise InvalidAnswer(_IN_STEPS)
     ensure_learner(db_session=db_session, learner_id=learner_id)
     if token:
         token = replay_key(learner_id=learner_id, question_id=question.id, token=token)
         existing = db_session.scalar(select(Attempt).where(Attempt.token == token))
         if existing is not None:
             raise AlreadyAnswered(existing)
-    result = grade(question.doc, raw_answer)
+    result = grade(doc, raw_answer)
     attempt = Attempt(
         learner_id=learner_id, question_id=question.id, revision_id=question.revision_id,
+        variant=variant,
         token=token, answer=result.answer, score=result.score, correct=result.correct,
         time_taken_ms=time_taken_ms, confidence=clean_confidence(confidence),
         created_at=now or utcnow(),
@@ -248,6 +366,191 @@ def answer_question(
     review.record_review(db_session=db_session, attempt=attempt, confidence=attempt.confidence,
                          now=now or utcnow())
     return attempt, result
+
+
+# Answers in steps: cases and talk-throughs -------------------------------------------------
+
+
+def _slot(quiz_item_id: int | None) -> str:
+    return SLOT_STANDALONE if quiz_item_id is None else f"item:{quiz_item_id}"
+
+
+def partial_answer(*, db_session: Session, learner_id: str, question_id: int,
+                   quiz_item_id: int | None = None, for_update: bool = False) -> PartialAnswer | None:
+    """The learner's unfinished case or talk-through: in this quiz item, or outside any quiz."""
+    stmt = select(PartialAnswer).where(PartialAnswer.learner_id == learner_id,
+                                       PartialAnswer.question_id == question_id,
+                                       PartialAnswer.slot == _slot(quiz_item_id))
+    if for_update:
+        # Two tabs sending the next part at once: the second waits, then sees it answered.
+        stmt = stmt.with_for_update()
+    return db_session.scalar(stmt)
+
+
+@dataclass
+class Stepped:
+    """A case or talk-through after one step: where it stands, and once the last step came,
+    the attempt it became."""
+
+    revision_id: int
+    variant: int
+    doc: QuestionDoc  # the variant answered, rendered
+    # {"parts": [...]} (a case's parts answered so far) or {"text": ...} (a talk-through's text)
+    state: dict[str, Any]
+    started_at: datetime
+    part: int | None = None  # the part this step answered
+    part_grade: Grade | None = None
+    attempt: Attempt | None = None
+    grade: Grade | None = None
+
+    @property
+    def complete(self) -> bool:
+        return self.attempt is not None
+
+
+def _take_step(
+    db_session: Session, *, learner_id: str, question_id: int, revision_id: int, variant: int,
+    quiz_item_id: int | None, part: int | None, raw: Any, now: datetime,
+) -> tuple[Stepped, Any | None]:
+    """Apply one step to the learner's partial answer; (where it stands, the whole answer when
+    this step completed it). Raises OutOfTurn or InvalidAnswer, storing nothing."""
+    row = partial_answer(db_session=db_session, learner_id=learner_id, question_id=question_id,
+                         quiz_item_id=quiz_item_id, for_update=True)
+    if row is not None:
+        if row.variant != variant:
+            raise OutOfTurn(f"this question is under way with variant {row.variant}; answer that "
+                            "one to the end first")
+        # Pinned by the first step: a question edited meanwhile does not change under the learner.
+        revision_id = row.revision_id
+    revision = db_session.get(QuestionRevision, revision_id)
+    assert revision is not None
+    doc = revision_variant(revision=revision, variant=variant)
+    state: dict[str, Any] = dict(row.state) if row is not None else {}
+    stepped = Stepped(revision_id, variant, doc, state, row.created_at if row else now)
+    whole: Any | None = None
+    if doc.is_case:
+        done = list(state.get("parts", []))
+        if part is None:
+            raise InvalidAnswer(f"say which part this answers (the next is part {len(done)})")
+        if part < len(done):
+            raise OutOfTurn(f"part {part + 1} is answered already; the first answer counts")
+        if part > len(done) or part >= len(doc.parts):
+            if part >= len(doc.parts):
+                raise InvalidAnswer(f"this case has parts 0 to {len(doc.parts) - 1}")
+            raise OutOfTurn(f"answer part {len(done) + 1} first: the parts come in order")
+        stepped.part, stepped.part_grade = part, grade_part(doc, part, raw)
+        done.append(stepped.part_grade.answer)
+        stepped.state = {"parts": done}
+        if len(done) == len(doc.parts):
+            whole = {"parts": done}
+    elif doc.is_talk:
+        if part is not None:
+            raise InvalidAnswer("a talk-through has no parts")
+        if not isinstance(raw, dict):
+            raise InvalidAnswer('a talk-through is answered with {"text": ...}, then {"ticked": [...]}')
+        if "text" in state:
+            if "text" in raw:
+                raise OutOfTurn("your answer is written already; now tick the moves you made")
+            whole = normalise_answer(doc, {"text": state["text"], "ticked": raw.get("ticked", [])})
+        else:
+            if "ticked" in raw:
+                raise OutOfTurn("write your answer first: the model answer and its rubric come after")
+            stepped.state = {"text": normalise_answer(doc, {"text": raw.get("text", "")})["text"]}
+    else:
+        raise InvalidAnswer("only a case or a talk-through is answered in steps")
+    if whole is not None:
+        if row is not None:
+            db_session.delete(row)
+            db_session.flush()
+        return stepped, whole
+    if row is None:
+        row = PartialAnswer(learner_id=learner_id, question_id=question_id, revision_id=revision_id,
+                            variant=variant, slot=_slot(quiz_item_id), quiz_item_id=quiz_item_id,
+                            state=stepped.state, created_at=now, updated_at=now)
+        try:
+            with db_session.begin_nested():
+                db_session.add(row)
+                db_session.flush()
+        except IntegrityError:
+            raise OutOfTurn("this step was just taken in another tab; reload to carry on") from None
+    else:
+        row.state, row.updated_at = stepped.state, now
+        db_session.flush()
+    return stepped, None
+
+
+def answer_step(
+    *, db_session: Session, learner_id: str, question: PublishedQuestion, variant: int,
+    part: int | None, raw: Any, token: str | None, confidence: str | None = None,
+    now: datetime | None = None,
+) -> Stepped:
+    """One step of a standalone case (a part) or talk-through (the text, then the ticks); the
+    last step stores the attempt and schedules its review card. Raises OutOfTurn (409),
+    InvalidAnswer (422), NoSuchVariant (422) or, for a replayed last step, AlreadyAnswered."""
+    now = now or utcnow()
+    check_variant(question.doc, variant)
+    ensure_learner(db_session=db_session, learner_id=learner_id)
+    if token:
+        token = replay_key(learner_id=learner_id, question_id=question.id, token=token)
+        existing = db_session.scalar(select(Attempt).where(Attempt.token == token))
+        if existing is not None:
+            raise AlreadyAnswered(existing)
+    stepped, whole = _take_step(db_session, learner_id=learner_id, question_id=question.id,
+                                revision_id=question.revision_id, variant=variant,
+                                quiz_item_id=None, part=part, raw=raw, now=now)
+    if whole is None:
+        return stepped
+    result = grade(stepped.doc, whole)
+    attempt = Attempt(
+        learner_id=learner_id, question_id=question.id, revision_id=stepped.revision_id,
+        variant=variant, token=token, answer=result.answer, score=result.score,
+        correct=result.correct, time_taken_ms=_elapsed_ms(stepped.started_at, now),
+        confidence=clean_confidence(confidence), created_at=now)
+    if token is None:
+        _store_attempt(db_session, attempt)
+    elif (winner := _insert_tokened(db_session, attempt)) is not None:
+        raise AlreadyAnswered(winner)
+    review.record_review(db_session=db_session, attempt=attempt, confidence=attempt.confidence,
+                         now=now)
+    stepped.attempt, stepped.grade = attempt, result
+    return stepped
+
+
+def answer_item_step(
+    *, db_session: Session, learner_id: str, item: QuizItem, part: int | None, raw: Any,
+    confidence: str | None = None, now: datetime | None = None, schedule: bool = True,
+    time_taken_ms: int | None = None,
+) -> Stepped:
+    """One step of a quiz item's case or talk-through, on the revision and variant the item
+    pins; the last stores the item's attempt (and, unless `schedule` is False, as in a mock
+    interview, its review card). Raises AlreadyAnswered once the item has its attempt."""
+    now = now or utcnow()
+    existing = db_session.scalar(select(Attempt).where(Attempt.quiz_item_id == item.id))
+    if existing is not None:
+        raise AlreadyAnswered(existing)
+    stepped, whole = _take_step(db_session, learner_id=learner_id, question_id=item.question_id,
+                                revision_id=item.revision_id, variant=item.variant,
+                                quiz_item_id=item.id, part=part, raw=raw, now=now)
+    if whole is None:
+        return stepped
+    result = grade(stepped.doc, whole)
+    attempt = Attempt(
+        learner_id=learner_id, question_id=item.question_id, revision_id=item.revision_id,
+        variant=item.variant, quiz_item_id=item.id, answer=result.answer, score=result.score,
+        correct=result.correct,
+        time_taken_ms=time_taken_ms if time_taken_ms is not None else _elapsed_ms(item.shown_at),
+        confidence=clean_confidence(confidence), created_at=now)
+    try:
+        _insert_attempt(db_session, attempt)
+    except IntegrityError:
+        winner = db_session.scalar(select(Attempt).where(Attempt.quiz_item_id == item.id))
+        assert winner is not None
+        raise AlreadyAnswered(winner) from None
+    if schedule:
+        review.record_review(db_session=db_session, attempt=attempt,
+                             confidence=attempt.confidence, now=now)
+    stepped.attempt, stepped.grade = attempt, result
+    return stepped
 
 
 def record_exercise_pass(
@@ -265,12 +568,30 @@ def record_exercise_pass(
     if existing is not None:
         return existing
     now = utcnow()
+    # An exercise has no variables: its one variant is 0.
     attempt = Attempt(learner_id=learner_id, question_id=question_id, revision_id=revision_id,
-                      token=key, answer={"code": code}, score=1.0, correct=True,
+                      variant=0, token=key, answer={"code": code}, score=1.0, correct=True,
                       time_taken_ms=None, created_at=now)
     if (winner := _insert_tokened(db_session, attempt)) is not None:
         return winner
     # Like any answer, a solved exercise schedules its review card.
+    review.record_review(db_session=db_session, attempt=attempt, confidence=None, now=now)
+    return attempt
+
+
+def record_exercise_give_up(
+    *, db_session: Session, learner_id: str, question_id: int, revision_id: int, code: str,
+    token: str,
+) -> Attempt:
+    """Store "I give up" on an exercise as a failed attempt (its card comes back soon)."""
+    ensure_learner(db_session=db_session, learner_id=learner_id)
+    now = utcnow()
+    attempt = Attempt(learner_id=learner_id, question_id=question_id, revision_id=revision_id,
+                      token=replay_key(learner_id=learner_id, question_id=question_id, token=token),
+                      answer={"code": code, "gave_up": True}, score=0.0, correct=False,
+                      time_taken_ms=None, created_at=now)
+    if (winner := _insert_tokened(db_session, attempt)) is not None:
+        return winner
     review.record_review(db_session=db_session, attempt=attempt, confidence=None, now=now)
     return attempt
 

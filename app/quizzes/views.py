@@ -31,11 +31,18 @@ from app.quizzes.models import Quiz, QuizItem
 from app.quizzes.presenting import (
     ANSWERED,
     answer_standalone,
+    attempt_context,
     graded_context,
     new_form_token,
     published_or_404,
     question_context,
     read_answer,
+    read_step,
+    read_submission,
+    read_variant,
+    shown_variant,
+    standalone_context,
+    step_context,
     topic_nav,
 )
 from app.settings import Settings
@@ -52,15 +59,17 @@ def question_page(
     request: Request, slug: str, db_session: SessionDep, learner_id: CurrentLearner,
 ) -> Response:
     question = published_or_404(db_session, slug)
-    doc = question.doc
-    if doc.is_exercise:
+    if question.doc.is_exercise:
         # An exercise is answered by writing code, on its own page.
         return RedirectResponse(f"/exercises/{slug}", status_code=303)
-    ctx = {**question_context(doc), **topic_nav(db_session, question), "question": question,
+    variant = shown_variant(db_session, question, learner_id)
+    ctx = {**standalone_context(db_session, question, learner_id, variant),
+           **topic_nav(db_session, question), "question": question,
            "token": new_form_token(),
-           # Someone who has answered before has made their prediction: Verify is open.
-           "answered_before": service.has_answered(db_session=db_session, learner_id=learner_id,
-                                                   question_id=question.id),
+           # Someone who has answered this variant has made their prediction: Verify is open.
+           # (Other numbers are a new prediction: running them first would give the answer.)
+           "answered_before": service.answered_variant(db_session=db_session, learner_id=learner_id,
+                                                       question_id=question.id, variant=variant),
            "action": f"/questions/{slug}/answer", "revision_id": question.revision_id,
            "report_action": f"/questions/{slug}/report",
            "verdict": latest_verdict(db_session=db_session, revision_id=question.revision_id)}
@@ -69,7 +78,7 @@ def question_page(
 
 def _predicted_run(
     request: Request, background: BackgroundTasks, settings: Settings, db_session: Session,
-    learner_id: str, doc: QuestionDoc, form: FormData,
+    learner_id: str, doc: QuestionDoc, form: FormData, variant: int,
 ) -> dict[str, Any]:
     """Run it after a prediction: the run's panel context, or the reason it could not start."""
     assert doc.verify is not None
@@ -77,13 +86,13 @@ def _predicted_run(
         run, cached = access.start_run(
             db_session=db_session, slug=doc.slug, params=knobs.from_form(doc.verify, form),
             learner_id=learner_id, client_ip=client_ip(request),
-            limit_per_minute=settings.verify_rate_per_minute)
+            limit_per_minute=settings.verify_rate_per_minute, variant=variant)
     except (knobs.InvalidKnob, RateLimited) as exc:
         return {"run_error": str(exc)}
     if run.status != RUN_DONE:
         background.add_task(notify_workers, request)
     panel = access.run_panel(db_session=db_session, run=run, learner_id=learner_id,
-                             slug=doc.slug, prev_id=None)
+                             slug=doc.slug, prev_id=None, variant=variant)
     return {"first_run": {**panel.context(), "cached": cached, "prev_id": None}}
 
 
@@ -93,26 +102,31 @@ def answer_page(
     settings: SettingsDep, learner_id: CurrentLearner, clock: ClockDep, _: CSRF,
 ) -> Response:
     question = published_or_404(db_session, slug)
-    doc = question.doc
-    raw, token = read_answer(form, doc.effective_format)
+    variant = read_variant(form)
+    if variant is None:
+        variant = shown_variant(db_session, question, learner_id)
+    part, raw, token = read_submission(form, question, variant)
     # "Run it" before answering: the answer is the learner's prediction, graded first,
     # then the run starts.
     then_run = form.get("then_run") == "1" or request.query_params.get("then_run") == "1"
     done = answer_standalone(db_session=db_session, question=question, learner_id=learner_id,
                              raw=raw, token=token, confidence=form.get("confidence"),
-                             now=clock.now(), predicting=then_run)
+                             now=clock.now(), predicting=then_run, variant=variant, part=part)
     ctx = {"question": question, "action": f"/questions/{slug}/answer",
            "revision_id": question.revision_id, "report_action": f"/questions/{slug}/report",
            **topic_nav(db_session, question), **done.ctx}
+    doc = ctx["doc"]
     if then_run and done.graded and doc.verify is not None:
         ctx["predicted"] = True
-        ctx.update(_predicted_run(request, background, settings, db_session, learner_id, doc, form))
+        ctx.update(_predicted_run(request, background, settings, db_session, learner_id, doc, form,
+                                  ctx["variant"]))
     if is_htmx(request):
         # The graded fragment also swaps the Verify panel (out of band) into its answered form.
         ctx["oob_panel"] = True
         return templates.TemplateResponse(request, "quizzes/_answer_area.html", ctx,
                                           status_code=done.status,
-                                          headers=ANSWERED if done.status == 200 else None)
+                                          headers=ANSWERED if done.status == 200 and done.graded
+                                          else None)
     return templates.TemplateResponse(request, "quizzes/question.html", ctx, status_code=done.status)
 
 
@@ -181,6 +195,7 @@ def _item_or_404(db_session: Session, quiz: Quiz, position: int) -> tuple[QuizIt
 
 def _item_context(db_session: Session, quiz: Quiz, item: QuizItem, total: int) -> dict[str, Any]:
     view = service.item_view(db_session=db_session, item=item)
+    count = questions_service.revision_doc(view.revision).variant_count
     base = {"quiz": quiz, "item": item, "total": total, "question": view.question,
             "action": f"/quizzes/{quiz.id}/{item.position}/answer",
             "next_url": (f"/quizzes/{quiz.id}/{item.position + 1}" if item.position < total
@@ -192,9 +207,9 @@ def _item_context(db_session: Session, quiz: Quiz, item: QuizItem, total: int) -
             "report_action": f"/questions/{view.question.slug}/report",
             "verdict": latest_verdict(db_session=db_session, revision_id=item.revision_id)}
     if view.attempt is not None:
-        a = view.attempt
-        return {**base, **graded_context(view.doc, a.answer, a.score, a.correct)}
-    return {**base, **question_context(view.doc)}
+        return {**base, **attempt_context(db_session, view.attempt, variant_count=count)}
+    return {**base, **question_context(view.doc, variant=item.variant, variant_count=count),
+            **step_context(view.doc, view.partial.state if view.partial else None)}
 
 
 @router.get("/quizzes/{quiz_id}")
@@ -234,26 +249,43 @@ def quiz_answer(
     quiz = _quiz_or_404(db_session, quiz_id, learner_id)
     item, total = _item_or_404(db_session, quiz, position)
     ctx = _item_context(db_session, quiz, item, total)
-    raw, _token = read_answer(form, ctx["fmt"])
+    doc: QuestionDoc = ctx["doc"]
+    stepwise = doc.is_case or doc.is_talk
+    part, raw = read_step(form, doc) if stepwise else (None, read_answer(form, ctx["fmt"])[0])
     status = 200
+    confidence = service.clean_confidence(form.get("confidence"))
     try:
-        _attempt, grade = service.answer_item(
-            db_session=db_session, learner_id=learner_id, item=item, raw_answer=raw,
-            confidence=service.clean_confidence(form.get("confidence")), now=clock.now())
-        ctx.update(graded_context(ctx["doc"], grade.answer, grade.score, grade.correct, raw))
+        if stepwise:
+            stepped = service.answer_item_step(db_session=db_session, learner_id=learner_id,
+                                               item=item, part=part, raw=raw,
+                                               confidence=confidence, now=clock.now())
+            if stepped.grade is not None:
+                g = stepped.grade
+                ctx.update(graded_context(stepped.doc, g.answer, g.score, g.correct))
+            else:
+                ctx.update(step_context(stepped.doc, stepped.state), just_answered=stepped.part)
+        else:
+            _attempt, grade = service.answer_item(
+                db_session=db_session, learner_id=learner_id, item=item, raw_answer=raw,
+                confidence=confidence, now=clock.now())
+            ctx.update(graded_context(doc, grade.answer, grade.score, grade.correct, raw))
     except service.AlreadyAnswered as exc:
-        a = exc.attempt
-        ctx.update(graded_context(ctx["doc"], a.answer, a.score, a.correct))
+        ctx.update(attempt_context(db_session, exc.attempt, variant_count=ctx["variant_count"]))
         ctx["notice"] = "You already answered this question; the first answer counts."
+        status = 409
+    except service.OutOfTurn as exc:
+        ctx["notice"] = str(exc)
         status = 409
     except InvalidAnswer as exc:
         ctx.update({"error": str(exc), "previous": raw})
         status = 422
+    graded = bool(ctx.get("graded"))
     if is_htmx(request):
         # The graded fragment also swaps the Verify panel (out of band) into its answered form.
         ctx["oob_panel"] = True
         return templates.TemplateResponse(request, "quizzes/_answer_area.html", ctx,
-                                          status_code=status, headers=ANSWERED if status == 200 else None)
+                                          status_code=status,
+                                          headers=ANSWERED if status == 200 and graded else None)
     if status == 200:
         return RedirectResponse(f"/quizzes/{quiz.id}/{position}", status_code=303)
     return templates.TemplateResponse(request, "quizzes/item.html", ctx, status_code=status)

@@ -17,7 +17,7 @@ router = APIRouter(prefix="/api/v1", tags=["reports"], responses=API_BUSY)
 def _report_out(row: reports.ReportRow) -> ReportOut:
     r = row.report
     return ReportOut(id=r.id, question=row.slug, title=row.title, revision_id=r.revision_id,
-                     kind=r.kind, comment=r.comment, status=r.status,
+                     variant=r.variant, kind=r.kind, comment=r.comment, status=r.status,
                      note=r.note, created_at=r.created_at, handled_at=r.handled_at)
 
 
@@ -32,7 +32,7 @@ def post_report(slug: str, body: ReportIn, db_session: SessionDep, learner_id: C
     report = reports.file_report(db_session=db_session, learner_id=learner_id,
                                  question=question, revision_id=body.revision_id,
                                  kind=body.kind, comment=body.comment, now=clock.now(),
-                                 per_hour=settings.reports_per_hour)
+                                 per_hour=settings.reports_per_hour, variant=body.variant)
     return _report_out(reports.get_my_report(db_session=db_session, learner_id=learner_id,
                                              report_id=report.id))
 

@@ -30,6 +30,8 @@ class ProblemReport(Base):
     learner_id: Mapped[str] = mapped_column(ForeignKey("learners.id"), index=True)
     question_id: Mapped[int] = mapped_column(ForeignKey("questions.id"))
     revision_id: Mapped[int] = mapped_column(ForeignKey("question_revisions.id"))
+    # The variant the learner saw (0 for a question without variables).
+    variant: Mapped[int] = mapped_column(default=0, server_default="0")
     kind: Mapped[str] = mapped_column(String(16))
     comment: Mapped[str] = mapped_column(Text, default="")
     status: Mapped[str] = mapped_column(String(16), default=REPORT_OPEN)

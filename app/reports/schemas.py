@@ -13,6 +13,8 @@ class ReportIn(BaseModel):
     comment: str = Field(default="", max_length=2000)
     revision_id: int | None = Field(default=None, ge=1, le=2**31 - 1,
                                     description="The revision answered (a quiz's pinned one).")
+    variant: int | None = Field(default=None, ge=0, le=1000,
+                                description="The variant you saw (its numbers); default 0.")
 
 
 class ReportOut(BaseModel):
@@ -20,6 +22,7 @@ class ReportOut(BaseModel):
     question: str
     title: str
     revision_id: int
+    variant: int
     kind: str
     comment: str
     status: Literal["open", "resolved", "declined"]

@@ -14,6 +14,7 @@ from app.accounts import service as accounts
 from app.accounts.models import User
 from app.errors import InvalidInput, NotFound
 from app.questions.models import Question, QuestionRevision
+from app.questions.service import revision_doc
 from app.quizzes.models import Attempt
 from app.quizzes.service import ensure_learner
 from app.reports.models import REPORT_DECLINED, REPORT_KINDS, REPORT_OPEN, REPORT_RESOLVED, ProblemReport
@@ -35,10 +36,11 @@ def _learner_label(learner_id: str) -> str:
 
 def file_report(
     *, db_session: Session, learner_id: str, question: Question, revision_id: int | None,
-    kind: str, comment: str, now: datetime, per_hour: int,
+    kind: str, comment: str, now: datetime, per_hour: int, variant: int | None = None,
 ) -> ProblemReport:
-    """Store a learner's report against the revision they answered (the current one if the
-    given id is not a revision of this question). Raises ReportError or RateLimited."""
+    """Store a learner's report against the revision and variant they answered (the current
+    revision if the given id is not a revision of this question; variant 0 if the revision has
+    no such variant). Raises ReportError or RateLimited."""
     if kind not in REPORT_KINDS:
         raise ReportError(f"Choose what is wrong: one of {', '.join(REPORT_KINDS)}.")
     comment = comment.strip()
@@ -58,14 +60,21 @@ def file_report(
     else:
         revision_id = revision.id
     assert revision_id is not None
+    reported = revision if revision is not None and revision.id == revision_id else \
+        db_session.get(QuestionRevision, revision_id)
+    assert reported is not None
+    count = revision_doc(reported).variant_count
+    shown = variant if isinstance(variant, int) and 0 <= variant < count else 0
     ensure_learner(db_session=db_session, learner_id=learner_id)
     report = ProblemReport(learner_id=learner_id, question_id=question.id, revision_id=revision_id,
-                           kind=kind, comment=comment, status=REPORT_OPEN, created_at=now)
+                           variant=shown, kind=kind, comment=comment, status=REPORT_OPEN,
+                           created_at=now)
     db_session.add(report)
     db_session.flush()
     accounts.audit(db_session=db_session, user=None, actor=_learner_label(learner_id),
                    action="report.create", target=question.slug,
-                   detail={"report": report.id, "kind": kind, "revision_id": revision_id})
+                   detail={"report": report.id, "kind": kind, "revision_id": revision_id,
+                           "variant": shown})
     return report
 
 

@@ -8,6 +8,7 @@ from typing import Any
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import RedirectResponse, Response
 
+from app.authoring import service as authoring
 from app.deps import (
     CSRF,
     AuthorUser,
@@ -22,6 +23,7 @@ from app.deps import (
 from app.errors import NotFound
 from app.questions import service as questions_service
 from app.reports import service as reports
+from app.stats import service as stats
 from app.templating import templates
 
 router = APIRouter(include_in_schema=False)
@@ -46,6 +48,7 @@ def report_problem(
         raise NotFound(f"No question called {slug!r}.")
     ctx: dict[str, Any] = {"report_action": f"/questions/{slug}/report", "question": question,
                            "revision_id": _int_field(form.get("revision_id")),
+                           "variant": _int_field(form.get("variant")),
                            "report_open": True}
     status = 200
     try:
@@ -53,7 +56,7 @@ def report_problem(
             db_session=db_session, learner_id=learner_id, question=question,
             revision_id=ctx["revision_id"], kind=str(form.get("kind") or ""),
             comment=str(form.get("comment") or ""), now=clock.now(),
-            per_hour=settings.reports_per_hour)
+            per_hour=settings.reports_per_hour, variant=ctx["variant"])
         ctx["filed"] = row
     except reports.ReportError as exc:
         ctx.update(error=str(exc), kind=form.get("kind"), comment=form.get("comment"))
@@ -76,10 +79,25 @@ def my_reports_page(request: Request, db_session: SessionDep,
 # The authors' inbox (every route needs an author: the router says so) ---------------------
 
 
+def _flags(db_session: SessionDep, user: AuthorUser) -> dict[str, Any]:
+    """The item-statistics flags beside the reports: of the questions this author may edit."""
+    ids = authoring.editable_question_ids(db_session=db_session, user=user)
+    return {"flags": [] if ids == [] else stats.flagged(db_session=db_session, question_ids=ids),
+            "min_attempts": stats.MIN_ATTEMPTS, "flag_text": stats.FLAG_TEXT}
+
+
 @inbox.get("")
 def inbox_page(request: Request, db_session: SessionDep, user: AuthorUser) -> Response:
     return templates.TemplateResponse(request, "reports/inbox.html", {
         "user": user, "groups": reports.inbox(db_session=db_session)})
+
+
+@inbox.get("/flags")
+def inbox_flags(request: Request, db_session: SessionDep, user: AuthorUser) -> Response:
+    """The flagged items beside the reports: the inbox loads them after itself, since they
+    aggregate every first attempt of the bank (docs/performance.md)."""
+    name = "stats/_flags.html" if is_htmx(request) else "stats/flags.html"
+    return templates.TemplateResponse(request, name, {"user": user, **_flags(db_session, user)})
 
 
 @inbox.post("/{report_id}")

@@ -5,10 +5,23 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ForeignKey, Index, UniqueConstraint
+from sqlalchemy import ForeignKey, Index, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.db import Base
+from app.db import Base, utcnow
+
+FIT_QUEUED = "queued"
+FIT_RUNNING = "running"
+FIT_DONE = "done"
+FIT_FAILED = "failed"
+# Why a fit was queued: the learner pressed the button, or the weekly refit found new reviews.
+FIT_ASKED = "asked"
+FIT_WEEKLY = "weekly"
+# What a finished fit did: stored the learner's own parameters, kept the defaults because the
+# fitted ones predicted the learner's own log no better, or found too few reviews to fit.
+OUTCOME_FITTED = "fitted"
+OUTCOME_NO_BETTER = "no_better"
+OUTCOME_TOO_FEW = "too_few"
 
 
 class ReviewCard(Base):
@@ -47,3 +60,60 @@ class ReviewLog(Base):
     rating: Mapped[int]
     reviewed_at: Mapped[datetime]
     log: Mapped[dict[str, Any]]
+
+
+class LearnerSchedule(Base):
+    """A learner's desired retention and, once fitted, their own FSRS parameters.
+
+    No row (or `parameters` NULL) means FSRS's default weights at the default retention.
+    """
+
+    __tablename__ = "learner_schedules"
+
+    learner_id: Mapped[str] = mapped_column(ForeignKey("learners.id"), primary_key=True)
+    desired_retention: Mapped[float] = mapped_column(default=0.9)
+    # The 21 FSRS-6 weights the Optimizer fitted, or NULL for the defaults.
+    parameters: Mapped[list[Any] | None]
+    fitted_at: Mapped[datetime | None]
+    # Review-log rows the fit read.
+    fitted_reviews: Mapped[int | None]
+    # Mean log loss of the learner's own log under the fitted and under the default weights:
+    # the fit is kept only when the first is lower.
+    fitted_loss: Mapped[float | None]
+    default_loss: Mapped[float | None]
+    # The retention the package's Optimizer computes as cheapest per card remembered.
+    optimal_retention: Mapped[float | None]
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class ScheduleFit(Base):
+    """One fit of a learner's FSRS parameters: a job claimed with a lease, like a verify run."""
+
+    __tablename__ = "schedule_fits"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    learner_id: Mapped[str] = mapped_column(ForeignKey("learners.id", ondelete="CASCADE"))
+    # True while queued or running, NULL after: NULLs are distinct in a unique constraint,
+    # so a learner has at most one fit waiting, however often the button is pressed.
+    pending: Mapped[bool | None] = mapped_column(default=True)
+    reason: Mapped[str] = mapped_column(String(16), default=FIT_ASKED)
+    status: Mapped[str] = mapped_column(String(16), default=FIT_QUEUED)
+    attempts: Mapped[int] = mapped_column(default=0)
+    lease_owner: Mapped[str | None] = mapped_column(String(100))
+    lease_expires_at: Mapped[datetime | None]
+    failure_reason: Mapped[str | None] = mapped_column(Text)
+    outcome: Mapped[str | None] = mapped_column(String(16))
+    reviews: Mapped[int | None]
+    # Reviews the Optimizer learns from (a day or more after the card's previous review).
+    eligible: Mapped[int | None]
+    seconds: Mapped[float | None]
+    requested_at: Mapped[datetime] = mapped_column(default=utcnow)
+    claimed_at: Mapped[datetime | None]
+    started_at: Mapped[datetime | None]
+    finished_at: Mapped[datetime | None]
+
+    __table_args__ = (
+        UniqueConstraint("learner_id", "pending"),
+        Index("ix_schedule_fits_status_requested", "status", "requested_at"),
+        Index("ix_schedule_fits_learner_requested", "learner_id", "requested_at"),
+    )

@@ -8,23 +8,47 @@ The rating mapping is documented in docs/review.md; `rating_for` is the whole of
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
+from functools import lru_cache
 from typing import Any
 
 from fsrs import Card, Rating, Scheduler
-from sqlalchemy import Connection, bindparam, func, insert, select, update
+from fsrs import ReviewLog as FsrsReviewLog
+from fsrs.scheduler import DEFAULT_PARAMETERS
+from sqlalchemy import Connection, and_, bindparam, case, exists, func, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from app import ratelimit
+from app.db import utcnow
+from app.errors import InvalidInput
 from app.questions.models import STATUS_PUBLISHED, Question
 from app.quizzes.models import Attempt
-from app.review.models import ReviewCard, ReviewLog
+from app.review import fitting
+from app.review.models import (
+    FIT_ASKED,
+    FIT_DONE,
+    FIT_FAILED,
+    FIT_QUEUED,
+    FIT_RUNNING,
+    FIT_WEEKLY,
+    OUTCOME_FITTED,
+    OUTCOME_NO_BETTER,
+    OUTCOME_TOO_FEW,
+    LearnerSchedule,
+    ReviewCard,
+    ReviewLog,
+    ScheduleFit,
+)
 
-# FSRS-6 with its default weights and 90% desired retention. Fuzzing is off: a learner has
-# tens of cards, not thousands, so spreading due dates buys nothing, and an unfuzzed
-# schedule is exactly reproducible (tests, and the readiness forecast built on it).
-SCHEDULER = Scheduler(desired_retention=0.9, enable_fuzzing=False)
+DEFAULT_RETENTION = 0.9
+# FSRS-6 with its default weights and 90% desired retention: every learner's scheduler until
+# they choose another retention or have their own weights fitted (scheduler_for). Fuzzing is
+# off: a learner has tens of cards, not thousands, so spreading due dates buys nothing, and
+# an unfuzzed schedule is exactly reproducible (tests, and the readiness forecast built on it).
+SCHEDULER = Scheduler(desired_retention=DEFAULT_RETENTION, enable_fuzzing=False)
 
 # Correct and "sure" within this many milliseconds is effortless recall: Easy.
 FAST_MS = 20_000
@@ -99,6 +123,37 @@ def _card_of(db_session: Session, conn: Connection, learner_id: str, question_id
     return card_id, (Card.from_dict(state) if state else Card(card_id=card_id, due=now))
 
 
+@lru_cache(maxsize=512)
+def _scheduler(parameters: tuple[float, ...] | None, retention: float) -> Scheduler:
+    if parameters is None and retention == DEFAULT_RETENTION:
+        return SCHEDULER
+    return Scheduler(parameters=parameters or DEFAULT_PARAMETERS, desired_retention=retention,
+                     enable_fuzzing=False)
+
+
+def make_scheduler(*, parameters: Sequence[float] | None, retention: float) -> Scheduler:
+    """The unfuzzed FSRS scheduler with these weights (None: the defaults) and retention."""
+    return _scheduler(tuple(float(p) for p in parameters) if parameters else None,
+                      float(retention))
+
+
+_SCHEDULE_OF = (select(LearnerSchedule.parameters, LearnerSchedule.desired_retention)
+                .where(LearnerSchedule.learner_id == bindparam("learner_id")))
+
+
+def _scheduler_of(conn: Connection, learner_id: str) -> Scheduler:
+    row = conn.execute(_SCHEDULE_OF, {"learner_id": learner_id}).first()
+    if row is None:
+        return SCHEDULER
+    return make_scheduler(parameters=row.parameters, retention=row.desired_retention)
+
+
+def scheduler_for(*, db_session: Session, learner_id: str) -> Scheduler:
+    """The learner's scheduler: their own fitted weights (else the defaults) at their desired
+    retention (else 90%). Every schedule, recall and forecast of the learner uses it."""
+    return _scheduler_of(db_session.connection(), learner_id)
+
+
 def record_review(*, db_session: Session, attempt: Attempt, confidence: str | None,
                   now: datetime) -> int:
     """Schedule the learner's card for the attempt's question (made on first answer) and log
@@ -108,7 +163,8 @@ def record_review(*, db_session: Session, attempt: Attempt, confidence: str | No
     card_id, state = _card_of(db_session, conn, attempt.learner_id, attempt.question_id, now)
     rating = rating_for(score=attempt.score, correct=attempt.correct, confidence=confidence,
                         time_taken_ms=attempt.time_taken_ms)
-    card, log = SCHEDULER.review_card(state, rating, review_datetime=now,
+    scheduler = _scheduler_of(conn, attempt.learner_id)
+    card, log = scheduler.review_card(state, rating, review_datetime=now,
                                       review_duration=attempt.time_taken_ms)
     conn.execute(_RESCHEDULE, {"card_id": card_id, "new_card": dict(card.to_dict()),
                                "new_due": card.due, "reviewed": now})
@@ -122,18 +178,20 @@ def record_review(*, db_session: Session, attempt: Attempt, confidence: str | No
     return card_id
 
 
-def retrievability(*, card: ReviewCard, at: datetime) -> float:
-    """FSRS's predicted probability (0..1) that the learner recalls the card at `at`."""
+def retrievability(*, card: ReviewCard, at: datetime, scheduler: Scheduler = SCHEDULER) -> float:
+    """FSRS's predicted probability (0..1) that the learner recalls the card at `at` (with the
+    learner's scheduler: scheduler_for)."""
     if card.last_review is None:
         return 0.0
-    return float(SCHEDULER.get_card_retrievability(fsrs_card(card), at))
+    return float(scheduler.get_card_retrievability(fsrs_card(card), at))
 
 
 def retrievability_by_question(*, db_session: Session, learner_id: str,
                                at: datetime) -> dict[int, float]:
     """Predicted recall at `at` for every question the learner has a card for."""
+    scheduler = scheduler_for(db_session=db_session, learner_id=learner_id)
     cards = db_session.scalars(select(ReviewCard).where(ReviewCard.learner_id == learner_id))
-    return {c.question_id: retrievability(card=c, at=at) for c in cards}
+    return {c.question_id: retrievability(card=c, at=at, scheduler=scheduler) for c in cards}
 
 
 def _due_query(learner_id: str, now: datetime) -> Any:
@@ -194,3 +252,346 @@ def learner_cards(*, db_session: Session, learner_id: str) -> list[ReviewCard]:
     """Every card of the learner, by question id."""
     return list(db_session.scalars(select(ReviewCard).where(ReviewCard.learner_id == learner_id)
                                    .order_by(ReviewCard.question_id)))
+
+
+# The learner's own schedule: desired retention, fitted weights, and the fits that make them --
+
+# A fit is queued again for a learner this long after their last one (if they reviewed since).
+REFIT_EVERY = timedelta(days=7)
+# Fits a learner may ask for per day with the button (a fit costs seconds of a worker's CPU).
+FITS_PER_DAY = 5
+# An infrastructure failure (the fitting process died) is retried this many times in all.
+MAX_FIT_ATTEMPTS = 3
+# The workload shown beside the retention choice covers this many days.
+WORKLOAD_DAYS = 30
+
+
+class RetentionError(InvalidInput):
+    """A desired retention outside the range the scheduler is offered."""
+
+
+def get_schedule(*, db_session: Session, learner_id: str) -> LearnerSchedule | None:
+    """The learner's stored schedule (retention, fitted weights), if they have one."""
+    return db_session.get(LearnerSchedule, learner_id)
+
+
+def _schedule_row(db_session: Session, learner_id: str) -> LearnerSchedule:
+    from app.quizzes.service import ensure_learner
+
+    row = db_session.get(LearnerSchedule, learner_id)
+    if row is None:
+        ensure_learner(db_session=db_session, learner_id=learner_id)
+        row = LearnerSchedule(learner_id=learner_id, desired_retention=DEFAULT_RETENTION)
+        db_session.add(row)
+        db_session.flush()
+    return row
+
+
+def learner_reviews(*, db_session: Session, learner_id: str) -> list[fitting.Review]:
+    """The learner's review log as the fit reads it: card, rating, time and duration."""
+    rows = db_session.execute(
+        select(ReviewLog.card_id, ReviewLog.rating, ReviewLog.reviewed_at, ReviewLog.log)
+        .where(ReviewLog.learner_id == learner_id).order_by(ReviewLog.reviewed_at, ReviewLog.id))
+    return [fitting.Review(card_id, rating, _utc(at), (log or {}).get("review_duration"))
+            for card_id, rating, at, log in rows]
+
+
+def _utc(at: datetime) -> datetime:
+    # PostgreSQL hands times back in the session's zone (tzinfo Etc/UTC, say); the fsrs
+    # package accepts only datetime.timezone.utc itself.
+    return at.astimezone(UTC)
+
+
+def reschedule_cards(*, db_session: Session, learner_id: str, scheduler: Scheduler) -> int:
+    """Replay every card's review log with `scheduler` (the package's reschedule_card), so each
+    card's state and due date are what these weights and this retention give; how many."""
+    cards_stmt = select(ReviewCard.id, ReviewCard.due).where(ReviewCard.learner_id == learner_id)
+    if db_session.get_bind().dialect.name == "postgresql":
+        # An answer being scheduled meanwhile waits, rather than writing over the replay.
+        cards_stmt = cards_stmt.with_for_update()
+    cards = dict(db_session.execute(cards_stmt).all())
+    logs: dict[int, list[FsrsReviewLog]] = {}
+    # The log's own card id is not used: a card merged from another identity's
+    # (accounts.learners.move_history) keeps its older card id in the JSON.
+    for card_id, rating, at in db_session.execute(
+            select(ReviewLog.card_id, ReviewLog.rating, ReviewLog.reviewed_at)
+            .where(ReviewLog.card_id.in_(list(cards)))
+            .order_by(ReviewLog.reviewed_at, ReviewLog.id)):
+        logs.setdefault(card_id, []).append(FsrsReviewLog(card_id, Rating(rating), _utc(at), None))
+    rows = []
+    for card_id, due in cards.items():
+        if not logs.get(card_id):
+            continue
+        card = scheduler.reschedule_card(Card(card_id=card_id, due=_utc(due)), logs[card_id])
+        rows.append({"card_id": card_id, "new_card": dict(card.to_dict()), "new_due": card.due})
+    if rows:
+        db_session.connection().execute(
+            update(ReviewCard).where(ReviewCard.id == bindparam("card_id"))
+            .values(card=bindparam("new_card"), due=bindparam("new_due")), rows)
+        db_session.expire_all()
+    return len(rows)
+
+
+def set_retention(*, db_session: Session, learner_id: str, retention: float,
+                  now: datetime) -> LearnerSchedule:
+    """Store the learner's desired retention and move every card's due date to it."""
+    if not fitting.MIN_RETENTION <= retention <= fitting.MAX_RETENTION:
+        raise RetentionError(f"Choose a desired retention between {fitting.MIN_RETENTION:.0%} and "
+                             f"{fitting.MAX_RETENTION:.0%}.", loc=("desired_retention",))
+    row = _schedule_row(db_session, learner_id)
+    row.desired_retention = round(float(retention), 4)
+    row.updated_at = now
+    db_session.flush()
+    reschedule_cards(db_session=db_session, learner_id=learner_id,
+                     scheduler=make_scheduler(parameters=row.parameters,
+                                              retention=row.desired_retention))
+    return row
+
+
+def pending_fit(*, db_session: Session, learner_id: str) -> ScheduleFit | None:
+    """The learner's fit waiting for or held by a worker, if any."""
+    return db_session.scalar(select(ScheduleFit).where(ScheduleFit.learner_id == learner_id,
+                                                       ScheduleFit.pending.is_(True)))
+
+
+def last_fit(*, db_session: Session, learner_id: str) -> ScheduleFit | None:
+    """The learner's most recently finished (or failed) fit."""
+    return db_session.scalar(select(ScheduleFit).where(ScheduleFit.learner_id == learner_id,
+                                                       ScheduleFit.pending.is_(None))
+                             .order_by(ScheduleFit.requested_at.desc(), ScheduleFit.id.desc())
+                             .limit(1))
+
+
+def _queue_fit(db_session: Session, learner_id: str, reason: str, now: datetime) -> ScheduleFit:
+    existing = pending_fit(db_session=db_session, learner_id=learner_id)
+    if existing is not None:
+        return existing
+    fit = ScheduleFit(learner_id=learner_id, reason=reason, status=FIT_QUEUED, pending=True,
+                      requested_at=now)
+    try:
+        with db_session.begin_nested():
+            db_session.add(fit)
+            db_session.flush()
+    except IntegrityError:
+        # The learner's other tab (or a weekly sweep) queued one a moment ago: that one it is.
+        winner = pending_fit(db_session=db_session, learner_id=learner_id)
+        if winner is None:
+            raise
+        return winner
+    return fit
+
+
+def request_fit(*, db_session: Session, learner_id: str, now: datetime) -> ScheduleFit:
+    """Queue a fit of the learner's own weights (the button), or return the one waiting.
+    Raises InvalidInput with too few reviews to fit, RateLimited past FITS_PER_DAY."""
+    existing = pending_fit(db_session=db_session, learner_id=learner_id)
+    if existing is not None:
+        return existing
+    have = fitting.eligible_reviews(learner_reviews(db_session=db_session, learner_id=learner_id))
+    if have < fitting.MIN_FIT_REVIEWS:
+        raise InvalidInput(f"A fit needs {fitting.MIN_FIT_REVIEWS} reviews a day or more after the "
+                           f"card's previous one; you have {have}.")
+    ratelimit.hit(db_session=db_session, bucket="fsrs-fit", key=learner_id, limit=FITS_PER_DAY,
+                  window_s=86400, now=now,
+                  message=f"You have asked for {FITS_PER_DAY} fits today; the weekly refit "
+                          "will pick up your new reviews.")
+    return _queue_fit(db_session, learner_id, FIT_ASKED, now)
+
+
+def queue_weekly_refits(*, db_session: Session, now: datetime, limit: int = 100) -> int:
+    """Queue a fit for every learner with enough reviews whose last fit (if any) is older than
+    REFIT_EVERY and who has reviewed since; how many were queued."""
+    recent = exists().where(ScheduleFit.learner_id == ReviewLog.learner_id,
+                            ScheduleFit.requested_at > now - REFIT_EVERY)
+    fitted = select(LearnerSchedule.fitted_at).where(
+        LearnerSchedule.learner_id == ReviewLog.learner_id).scalar_subquery()
+    # The raw count is a cheap bound on the reviews the fit can learn from: the fit itself
+    # counts those and records "too few" (which also waits a week) when they fall short.
+    stmt = (select(ReviewLog.learner_id).where(~recent)
+            .group_by(ReviewLog.learner_id)
+            .having(func.count() >= fitting.MIN_FIT_REVIEWS,
+                    or_(func.max(fitted).is_(None), func.max(ReviewLog.reviewed_at) > func.max(fitted)))
+            .limit(limit))
+    learners = list(db_session.scalars(stmt))
+    for learner_id in learners:
+        _queue_fit(db_session, learner_id, FIT_WEEKLY, now)
+    return len(learners)
+
+
+def _fit_claimable(now: datetime) -> Any:
+    return or_(ScheduleFit.status == FIT_QUEUED,
+               and_(ScheduleFit.status == FIT_RUNNING, ScheduleFit.lease_expires_at < now))
+
+
+def has_claimable_fit(*, db_session: Session) -> bool:
+    """True when some fit waits for a worker (a read: no lock is taken)."""
+    return db_session.scalar(select(ScheduleFit.id).where(_fit_claimable(utcnow())).limit(1)) is not None
+
+
+def claim_fit(*, db_session: Session, worker_id: str, lease_seconds: float) -> ScheduleFit | None:
+    """Take the oldest queued fit (or one whose lease ran out) and lease it to this worker:
+    `FOR UPDATE SKIP LOCKED` on PostgreSQL, one conditional UPDATE on SQLite (as claim_run)."""
+    now = utcnow()
+    expires = now + timedelta(seconds=lease_seconds)
+    pick = (select(ScheduleFit.id).where(_fit_claimable(now))
+            .order_by(ScheduleFit.requested_at, ScheduleFit.id).limit(1))
+    if db_session.get_bind().dialect.name == "postgresql":
+        pick = pick.with_for_update(skip_locked=True)
+    fit_id = db_session.scalar(pick)
+    if fit_id is None:
+        return None
+    claimed = db_session.scalar(
+        update(ScheduleFit).where(ScheduleFit.id == fit_id, _fit_claimable(now))
+        .values(status=FIT_RUNNING, lease_owner=worker_id, lease_expires_at=expires,
+                claimed_at=now, attempts=ScheduleFit.attempts + 1)
+        .returning(ScheduleFit.id))
+    if claimed is None:
+        return None
+    fit = db_session.get(ScheduleFit, claimed)
+    if fit is not None:
+        db_session.refresh(fit)
+    return fit
+
+
+def _owned(fit_id: int, worker_id: str) -> Any:
+    return and_(ScheduleFit.id == fit_id, ScheduleFit.lease_owner == worker_id,
+                ScheduleFit.status == FIT_RUNNING)
+
+
+def renew_fit_lease(*, db_session: Session, fit_id: int, worker_id: str, lease_seconds: float) -> bool:
+    """Extend this worker's lease on the fit; False if it is no longer this worker's."""
+    res = db_session.execute(update(ScheduleFit).where(_owned(fit_id, worker_id)).values(
+        lease_expires_at=utcnow() + timedelta(seconds=lease_seconds)))
+    return bool(res.rowcount)  # type: ignore[attr-defined]
+
+
+def mark_fit_started(*, db_session: Session, fit_id: int, worker_id: str) -> None:
+    """Record when the fit began."""
+    db_session.execute(update(ScheduleFit).where(_owned(fit_id, worker_id))
+                       .values(started_at=utcnow()))
+
+
+def complete_fit(*, db_session: Session, fit_id: int, worker_id: str, result: fitting.FitResult,
+                 now: datetime) -> bool:
+    """Store a finished fit: the learner's weights (when the fit beat the defaults) with every
+    card rescheduled by them, and the fit marked done; False if the lease was lost."""
+    fit = db_session.get(ScheduleFit, fit_id)
+    if fit is None:
+        return False
+    params = result.parameters
+    if params is not None and (len(params) != len(DEFAULT_PARAMETERS)
+                               or not all(isinstance(p, float) and p == p for p in params)):
+        raise ValueError("a fit returned something that is not 21 FSRS weights")
+    if result.eligible < fitting.MIN_FIT_REVIEWS:
+        outcome = OUTCOME_TOO_FEW
+    else:
+        outcome = OUTCOME_FITTED if params is not None else OUTCOME_NO_BETTER
+    done = db_session.execute(
+        update(ScheduleFit).where(_owned(fit_id, worker_id))
+        .values(status=FIT_DONE, pending=None, outcome=outcome, reviews=result.reviews,
+                eligible=result.eligible, seconds=result.seconds, finished_at=now,
+                lease_owner=None, lease_expires_at=None,
+                failure_reason="; ".join(result.notes)[:2000] or None))
+    if not done.rowcount:  # type: ignore[attr-defined]
+        return False
+    if outcome == OUTCOME_TOO_FEW:
+        return True
+    row = _schedule_row(db_session, fit.learner_id)
+    row.fitted_reviews, row.fitted_at = result.reviews, now
+    row.fitted_loss, row.default_loss = result.fitted_loss, result.default_loss
+    row.optimal_retention = result.optimal_retention
+    row.parameters = params
+    row.updated_at = now
+    db_session.flush()
+    reschedule_cards(db_session=db_session, learner_id=fit.learner_id,
+                     scheduler=make_scheduler(parameters=params, retention=row.desired_retention))
+    return True
+
+
+def fail_fit(*, db_session: Session, fit_id: int, worker_id: str, reason: str) -> str | None:
+    """The fit could not run (its process died, it ran out of time): queue it again, or fail it
+    after MAX_FIT_ATTEMPTS. The learner's schedule is untouched either way."""
+    final = ScheduleFit.attempts >= MAX_FIT_ATTEMPTS
+    status = db_session.scalar(
+        update(ScheduleFit).where(_owned(fit_id, worker_id))
+        .values(failure_reason=reason[:2000], lease_owner=None, lease_expires_at=None,
+                status=case((final, FIT_FAILED), else_=FIT_QUEUED),
+                pending=case((final, None), else_=True),
+                finished_at=case((final, utcnow()), else_=None))
+        .returning(ScheduleFit.status))
+    return str(status) if status is not None else None
+
+
+def release_fit(*, db_session: Session, fit_id: int, worker_id: str) -> None:
+    """Give a claimed fit back without counting an attempt (a worker shutting down)."""
+    db_session.execute(update(ScheduleFit).where(_owned(fit_id, worker_id)).values(
+        status=FIT_QUEUED, lease_owner=None, lease_expires_at=None,
+        attempts=ScheduleFit.attempts - 1))
+
+
+@dataclass
+class ScheduleStatus:
+    """What the learner is told about their schedule."""
+
+    retention: float
+    parameters: list[float] | None  # None: the defaults
+    fitted_at: datetime | None
+    fitted_reviews: int | None
+    fitted_loss: float | None
+    default_loss: float | None
+    optimal_retention: float | None
+    eligible: int | None  # reviews a fit would learn from now (None: not counted)
+    needed: int
+    pending: ScheduleFit | None
+    last: ScheduleFit | None
+    workload: list[fitting.Workload]
+
+    @property
+    def own(self) -> bool:
+        return self.parameters is not None
+
+    @property
+    def can_fit(self) -> bool:
+        return self.eligible is not None and self.eligible >= self.needed
+
+    @property
+    def full(self) -> bool:
+        return self.eligible is not None
+
+
+def schedule_status(*, db_session: Session, learner_id: str, now: datetime,
+                    full: bool = True) -> ScheduleStatus:
+    """The learner's retention and parameters; and (full) how many reviews a fit would learn
+    from, the fits, and the reviews per day each retention would cost them over the next
+    WORKLOAD_DAYS days, simulated from their cards with their parameters."""
+    row = get_schedule(db_session=db_session, learner_id=learner_id)
+    retention = row.desired_retention if row else DEFAULT_RETENTION
+    params = row.parameters if row else None
+    if not full:
+        return ScheduleStatus(
+            retention=retention, parameters=params, fitted_at=row.fitted_at if row else None,
+            fitted_reviews=row.fitted_reviews if row else None, fitted_loss=None,
+            default_loss=None, optimal_retention=None, eligible=None,
+            needed=fitting.MIN_FIT_REVIEWS, pending=None, last=None, workload=[])
+    reviews = learner_reviews(db_session=db_session, learner_id=learner_id)
+    retentions = sorted({*fitting.RETENTION_CHOICES, retention})
+    loads = fitting.workload(
+        _live_cards(db_session, learner_id), parameters=params or DEFAULT_PARAMETERS,
+        retentions=retentions, start=now, days=WORKLOAD_DAYS)
+    return ScheduleStatus(
+        retention=retention, parameters=params, fitted_at=row.fitted_at if row else None,
+        fitted_reviews=row.fitted_reviews if row else None,
+        fitted_loss=row.fitted_loss if row else None, default_loss=row.default_loss if row else None,
+        optimal_retention=row.optimal_retention if row else None,
+        eligible=fitting.eligible_reviews(reviews), needed=fitting.MIN_FIT_REVIEWS,
+        pending=pending_fit(db_session=db_session, learner_id=learner_id),
+        last=last_fit(db_session=db_session, learner_id=learner_id), workload=loads)
+
+
+def _live_cards(db_session: Session, learner_id: str) -> list[Card]:
+    """The learner's reviewed cards of published questions, as the package's Cards."""
+    rows = db_session.execute(
+        select(ReviewCard.card).join(Question, Question.id == ReviewCard.question_id)
+        .where(ReviewCard.learner_id == learner_id, ReviewCard.last_review.is_not(None),
+               Question.status == STATUS_PUBLISHED))
+    return [Card.from_dict(state) for (state,) in rows if state]

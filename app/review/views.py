@@ -3,18 +3,23 @@ personal links with the due count."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse, Response
 
 from app.deps import CSRF, ClockDep, CurrentLearner, FormDep, OptionalUser, SessionDep, is_htmx
+from app.errors import InvalidInput
 from app.questions import service as questions_service
 from app.quizzes.presenting import (
     ANSWERED,
     answer_standalone,
     new_form_token,
     published_or_404,
-    question_context,
-    read_answer,
+    read_submission,
+    read_variant,
+    shown_variant,
+    standalone_context,
     topic_nav,
 )
 from app.review import service as review
@@ -32,18 +37,24 @@ def review_page(
     now = clock.now()
     due = review.due_cards(db_session=db_session, learner_id=learner_id, now=now, limit=1)
     count = review.due_count(db_session=db_session, learner_id=learner_id, now=now)
+    # The one line on which parameters schedule the learner (the full panel: /review/schedule).
+    schedule = review.schedule_status(db_session=db_session, learner_id=learner_id, now=now,
+                                      full=False)
     if not due:
         return templates.TemplateResponse(request, "review/review.html", {
-            "due_count": 0, "now": now,
+            "due_count": 0, "now": now, "schedule": schedule,
             "next_due": review.next_due(db_session=db_session, learner_id=learner_id, now=now)})
     question = due[0].question
     assert question.current_revision is not None
-    doc = questions_service.revision_doc(question.current_revision)
-    if doc.is_exercise:
+    if questions_service.revision_doc(question.current_revision).is_exercise:
         # Reviewing an exercise is solving it again; a new pass reschedules its card.
         return RedirectResponse(f"/exercises/{question.slug}", status_code=303)
-    ctx = {**question_context(doc), "question": question, "token": new_form_token(),
-           "due_count": count, "card": due[0].card,
+    published = published_or_404(db_session, question.slug)
+    # Another variant than the one last answered, when the question has more than one.
+    variant = shown_variant(db_session, published, learner_id)
+    ctx = {**standalone_context(db_session, published, learner_id, variant),
+           "question": question, "token": new_form_token(),
+           "due_count": count, "card": due[0].card, "schedule": schedule,
            # Review is recall, like a quiz: the run comes after the answer.
            "answer_first": True,
            "action": f"/review/{question.slug}/answer", "revision_id": question.current_revision.id,
@@ -59,10 +70,13 @@ def review_answer(
     clock: ClockDep, _: CSRF,
 ) -> Response:
     question = published_or_404(db_session, slug)
-    raw, token = read_answer(form, question.doc.effective_format)
+    variant = read_variant(form)
+    if variant is None:
+        variant = shown_variant(db_session, question, learner_id)
+    part, raw, token = read_submission(form, question, variant)
     done = answer_standalone(db_session=db_session, question=question, learner_id=learner_id,
                              raw=raw, token=token, confidence=form.get("confidence"),
-                             now=clock.now())
+                             now=clock.now(), variant=variant, part=part)
     ctx = {"question": question, "action": f"/review/{slug}/answer",
            "revision_id": question.revision_id, "report_action": f"/questions/{slug}/report",
            **topic_nav(db_session, question), "next_url": "/review", "due_count": None,
@@ -71,8 +85,57 @@ def review_answer(
         ctx["oob_panel"] = True
         return templates.TemplateResponse(request, "quizzes/_answer_area.html", ctx,
                                           status_code=done.status,
-                                          headers=ANSWERED if done.status == 200 else None)
+                                          headers=ANSWERED if done.status == 200 and done.graded
+                                          else None)
     return templates.TemplateResponse(request, "review/review.html", ctx, status_code=done.status)
+
+
+def _schedule_response(request: Request, db_session: SessionDep, learner_id: str, now: Any,
+                       error: str | None = None, status: int = 200) -> Response:
+    ctx = {"schedule": review.schedule_status(db_session=db_session, learner_id=learner_id,
+                                              now=now),
+           "error": error}
+    name = "review/_schedule.html" if is_htmx(request) else "review/schedule.html"
+    return templates.TemplateResponse(request, name, ctx, status_code=status)
+
+
+@router.get("/review/schedule")
+def schedule_page(request: Request, db_session: SessionDep, learner_id: CurrentLearner,
+                  clock: ClockDep) -> Response:
+    """Which FSRS parameters schedule the learner, their desired retention with what each
+    retention costs over the next 30 days, and the button that fits their own parameters."""
+    return _schedule_response(request, db_session, learner_id, clock.now())
+
+
+@router.post("/review/schedule")
+def schedule_retention(request: Request, form: FormDep, db_session: SessionDep,
+                       learner_id: CurrentLearner, clock: ClockDep, _: CSRF) -> Response:
+    raw = str(form.get("desired_retention") or "").strip().rstrip("%")
+    try:
+        value = float(raw.replace(",", "."))
+        # A percentage typed as one (85) means 0.85.
+        retention = value / 100 if value > 1 else value
+        review.set_retention(db_session=db_session, learner_id=learner_id, retention=retention,
+                             now=clock.now())
+    except (ValueError, InvalidInput) as exc:
+        message = str(exc) if isinstance(exc, InvalidInput) else f"{raw!r} is not a number."
+        return _schedule_response(request, db_session, learner_id, clock.now(), message, 422)
+    if not is_htmx(request):
+        return RedirectResponse("/review/schedule", status_code=303)
+    return _schedule_response(request, db_session, learner_id, clock.now())
+
+
+@router.post("/review/schedule/fit")
+def schedule_fit(request: Request, db_session: SessionDep, learner_id: CurrentLearner,
+                 clock: ClockDep, _: CSRF) -> Response:
+    """Queue a fit of the learner's own parameters (a worker runs it; the panel polls)."""
+    try:
+        review.request_fit(db_session=db_session, learner_id=learner_id, now=clock.now())
+    except InvalidInput as exc:
+        return _schedule_response(request, db_session, learner_id, clock.now(), str(exc), 422)
+    if not is_htmx(request):
+        return RedirectResponse("/review/schedule", status_code=303)
+    return _schedule_response(request, db_session, learner_id, clock.now())
 
 
 @router.get("/me/nav")

@@ -18,14 +18,14 @@ from sqlalchemy.orm import Session
 from app import ratelimit
 from app.errors import NotFound
 from app.questions.models import STATUS_PUBLISHED, Question, QuestionRevision
-from app.questions.schema import QuestionDoc
-from app.questions.service import get_published, revision_doc
+from app.questions.schema import QuestionDoc, same_value
+from app.questions.service import get_published, revision_doc, revision_variant
 from app.quizzes import service as practice
 from app.render.runs import Change, compare
 from app.verify import service
 from app.verify.engine.result import RunResult
 from app.verify.expectations import CheckResult, ChoiceEvidence, choice_evidence, evaluate
-from app.verify.models import PRIORITY_LEARNER_CODE, RUN_DONE, RUN_FAILED, Run
+from app.verify.models import PRIORITY_PRIVATE, RUN_DONE, RUN_FAILED, Run
 
 # Fresh runs per learner are counted over this window.
 RATE_WINDOW_SECONDS = 60
@@ -51,33 +51,42 @@ def pick_revision(
 
 def runnable_doc(
     *, db_session: Session, slug: str, revision_id: int | None, learner_id: str,
+    variant: int | None = None, allow_exercise: bool = False,
 ) -> tuple[QuestionRevision, QuestionDoc]:
-    """The revision a learner's Verify runs, and its document."""
+    """The revision a learner's Verify runs, and the document of the variant it runs: `variant`
+    (NoSuchVariant, 422, if the question has no such variant), else the one the learner is
+    shown now. A variant's values are in its `verify.params` and its world size in
+    `verify.world_size`, so its runs (and their cache keys) are that variant's."""
     question = get_published(db_session=db_session, slug=slug)
     if question is None or question.current_revision is None:
         raise NotFound(f"No question called {slug!r}.")
     revision = pick_revision(db_session=db_session, question=question, revision_id=revision_id,
                              learner_id=learner_id)
-    doc = revision_doc(revision)
+    template = revision_doc(revision)
+    if variant is None:
+        variant = practice.drawn_variant(db_session=db_session, learner_id=learner_id,
+                                         question_id=question.id, count=template.variant_count)
+    doc = revision_variant(revision=revision,
+                           variant=practice.check_variant(template, variant))
     if doc.verify is None or doc.snippet_text is None:
         raise NotFound("This question has no snippet to run.")
-    if doc.is_exercise:
-        # An exercise runs the learner's code on its own page (app.verify.exercise).
+    if doc.is_exercise and not allow_exercise:
+        # An exercise runs the learner's code on its own page (app.exercises.service).
         raise NotFound("This is an exercise: run your code on its page.")
     return revision, doc
 
 
 def start_run(
     *, db_session: Session, slug: str, params: dict[str, Any], learner_id: str, client_ip: str,
-    limit_per_minute: int, revision_id: int | None = None,
+    limit_per_minute: int, revision_id: int | None = None, variant: int | None = None,
 ) -> tuple[Run, bool]:
-    """The run answering this question's knobs: cached, shared, or newly queued.
+    """The run answering this question's knobs for one variant: cached, shared, or newly queued.
 
-    Raises NotFound, knobs.InvalidKnob, or RateLimited when a new run would exceed
-    the learner's (or the address's) limit.
+    Raises NotFound, knobs.InvalidKnob, NoSuchVariant, or RateLimited when a new run would
+    exceed the learner's (or the address's) limit.
     """
     revision, doc = runnable_doc(db_session=db_session, slug=slug, revision_id=revision_id,
-                                 learner_id=learner_id)
+                                 learner_id=learner_id, variant=variant)
     torch_v, harness_v = service.engine_versions()
     req = service.request_for(doc, params, torch_version=torch_v, harness_version=harness_v,
                               revision_id=revision.id, requested_by=f"learner:{learner_id}",
@@ -85,7 +94,7 @@ def start_run(
     live = service.find_live(db_session=db_session, key=req.key)
     if live is None or live.status == RUN_FAILED:
         # Only a run that will execute counts: cached runs stay free. Learner code
-        # (exercises) has its own budget (app.verify.exercise).
+        # (exercises) has its own budget (app.exercises.service).
         message = (f"Too many new runs in the last minute (limit {limit_per_minute} per learner); "
                    "runs that are already cached stay free.")
         ratelimit.hit(db_session=db_session, bucket="verify", key=learner_id,
@@ -111,12 +120,14 @@ def visible_run(*, db_session: Session, run_id: int, learner_id: str, is_author:
         raise NotFound(f"No run {run_id}.")
     if is_author:
         return run
-    if run.priority == PRIORITY_LEARNER_CODE:
+    if run.priority == PRIORITY_PRIVATE:
         if run.requested_by == f"learner:{learner_id}":
             return run
         raise NotFound(f"No run {run_id}.")
     revision = (db_session.get(QuestionRevision, run.question_revision_id)
                 if run.question_revision_id else None)
+    # An exercise's own runs (reference, starter, wrong solutions) are its authors': the
+    # reference's values are what `reference: true` checks compare with.
     if revision is not None and not revision_doc(revision).is_exercise:
         question = db_session.get(Question, revision.question_id)
         if question is not None and question.status == STATUS_PUBLISHED and (
@@ -131,7 +142,7 @@ def visible_run(*, db_session: Session, run_id: int, learner_id: str, is_author:
 def shown_snippet(run: Run, *, is_author: bool) -> str:
     """The code a run's page prints: a learner sees only their own code, never the checks
     appended to it (authors see everything that ran)."""
-    if run.priority == PRIORITY_LEARNER_CODE and not is_author:
+    if run.priority == PRIORITY_PRIVATE and not is_author:
         return run.snippet_text.rsplit(service.HARNESS_MARK, 1)[0]
     return run.snippet_text
 
@@ -157,6 +168,8 @@ class RunPanel:
     doc: QuestionDoc | None = None
     # The revision the run was made for, when it is another one.
     run_revision: QuestionRevision | None = None
+    # The variant of the viewed revision the run measured (its values are in the run's params).
+    variant: int | None = None
     # False when the run executed another snippet than this revision's: its measurement says
     # nothing about this revision's expectations.
     same_snippet: bool = True
@@ -172,6 +185,7 @@ class RunPanel:
                 "revision": self.revision, "run_revision": self.run_revision,
                 "rev_id": self.revision.id if self.revision is not None else None,
                 "same_snippet": self.same_snippet, "reveal": self.reveal, "checks": self.checks,
+                "run_variant": self.variant,
                 "choice_evidence": self.choices or [], "prev": self.prev,
                 "changes": self.changes or []}
 
@@ -188,16 +202,30 @@ def viewed_revision(
         return question.current_revision
 
 
+def variant_of_run(doc: QuestionDoc, params: dict[str, Any], hint: int | None = None) -> int | None:
+    """Which variant of a (template) question a run with these params measured: the one whose
+    variables' values it ran with (`hint` first, when it matches); None when none does."""
+    if not doc.variables:
+        return 0
+    matching = [i for i in range(doc.variant_count)
+                if all(k in params and same_value(params[k], v)
+                       for k, v in doc.variant_params(i).items())]
+    if hint in matching:
+        return hint
+    return matching[0] if matching else None
+
+
 def run_panel(
     *, db_session: Session, run: Run, learner_id: str, slug: str | None, prev_id: int | None,
-    revision_id: int | None = None,
+    revision_id: int | None = None, variant: int | None = None,
 ) -> RunPanel:
-    """The panel of a run: its result, and (once answered) the checks against the key of the
-    revision the learner is looking at (`revision_id`, else the question's current one).
+    """The panel of a run: its result, and (once this variant is answered) the checks against
+    the key of the revision the learner is looking at (`revision_id`, else the question's
+    current one), in the variant the run measured.
 
-    Runs are cached by snippet and knobs, so a run may have been made for an older revision
-    with the same snippet; expectations are declarative, so it is re-checked against this
-    revision's without running again.
+    Runs are cached by snippet, knobs and the variant's values, so a run may have been made
+    for an older revision with the same snippet; expectations are declarative, so it is
+    re-checked against this revision's without running again.
     """
     panel = RunPanel(run, service.result_of(run), slug)
     run_revision = (db_session.get(QuestionRevision, run.question_revision_id)
@@ -208,15 +236,26 @@ def run_panel(
             and question.current_revision is not None):
         revision = viewed_revision(db_session=db_session, question=question,
                                    revision_id=revision_id, learner_id=learner_id)
-        doc = revision_doc(revision)
+        template = revision_doc(revision)
+        found = variant_of_run(template, dict(run.params or {}), variant)
+        doc = revision_variant(revision=revision, variant=found if found is not None else 0)
         panel.question, panel.revision, panel.doc, panel.slug = (
             question, revision, doc, question.slug)
+        panel.variant = found
         if run_revision is not None and run_revision.id != revision.id:
             panel.run_revision = run_revision
-        panel.same_snippet = run.snippet_text == doc.snippet_text
-        # An exercise's checks (some hidden) are shown only by app.verify.exercise.
-        panel.reveal = not doc.is_exercise and practice.has_answered(
-            db_session=db_session, learner_id=learner_id, question_id=question.id)
+        # A run of values no variant of this revision has measured something else.
+        panel.same_snippet = run.snippet_text == doc.snippet_text and found is not None
+        # An exercise's checks (some hidden) are shown only by app.exercises.service. With
+        # variants, a key is shown only for a variant this learner has answered.
+        if template.variables:
+            answered = found is not None and practice.answered_variant(
+                db_session=db_session, learner_id=learner_id, question_id=question.id,
+                variant=found)
+        else:
+            answered = practice.has_answered(db_session=db_session, learner_id=learner_id,
+                                             question_id=question.id)
+        panel.reveal = not doc.is_exercise and answered
         if (panel.reveal and panel.result is not None and doc.verify is not None
                 and panel.same_snippet):
             params = dict(run.params or {})

@@ -7,6 +7,7 @@ without running it again.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -23,12 +24,18 @@ class CheckResult:
     measured: str
     # Per rank, for value checks: rank -> (measured, passed).
     per_rank: dict[int, tuple[Any, bool]] | None = None
+    # Per rank, for `reference: true` checks: the reference solution's value.
+    expected_per_rank: dict[int, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         if self.per_rank is not None:
             data["per_rank"] = {str(k): {"measured": v[0], "passed": v[1]}
                                 for k, v in self.per_rank.items()}
+        if self.expected_per_rank is not None:
+            data["expected_per_rank"] = {str(k): v for k, v in self.expected_per_rank.items()}
+        else:
+            data.pop("expected_per_rank")
         return data
 
 
@@ -61,8 +68,24 @@ def _short(value: Any, limit: int = 120) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def check(exp: Expectation, result: RunResult) -> CheckResult:
-    """Evaluate one expectation against one result."""
+def check(exp: Expectation, result: RunResult, reference: RunResult | None = None) -> CheckResult:
+    """Evaluate one expectation against one result.
+
+    `reference` is the exercise's reference solution's run of the same knob combination,
+    for value checks with `reference: true`. An exercise run whose checks did not finish,
+    or whose event channel was tampered with, fails every check (with the reason).
+    """
+    measured = _measure(exp, result, reference)
+    if result.tampered:
+        return dataclasses.replace(measured, passed=False,
+                                   measured=f"the run was tampered with: {result.tampered}")
+    if result.checks_finished is False:
+        why = result.checks_problem or "the exercise's checks did not finish"
+        return dataclasses.replace(measured, passed=False, measured=why)
+    return measured
+
+
+def _measure(exp: Expectation, result: RunResult, reference: RunResult | None) -> CheckResult:
     label = exp.label
     if exp.outcome is not None:
         measured = f"outcome {result.outcome}"
@@ -70,6 +93,9 @@ def check(exp: Expectation, result: RunResult) -> CheckResult:
             # Say why: "outcome error" alone leaves an author (or a CI log) guessing.
             measured += f": {_short(result.diagnosis.strip().splitlines()[0])}"
         return CheckResult(label, result.outcome == exp.outcome, f"outcome {exp.outcome}", measured)
+
+    if exp.value is not None and exp.value.reference:
+        return _against_reference(exp, result, reference)
 
     if exp.value is not None:
         v = exp.value
@@ -139,6 +165,43 @@ def check(exp: Expectation, result: RunResult) -> CheckResult:
     o = exp.bucket_order
     order = [b.index for b in result.bucket_reductions(o.rank, o.iteration)]
     return CheckResult(label, order == o.indices, f"bucket order {o.indices}", f"bucket order {order}")
+
+
+def _against_reference(exp: Expectation, result: RunResult,
+                       reference: RunResult | None) -> CheckResult:
+    """A value check with `reference: true`: each rank's value against the reference's."""
+    v = exp.value
+    assert v is not None
+    who = "every rank" if v.rank == "all" else f"rank {v.rank}"
+    expected = f"{v.name} = the reference solution's value on {who} (±{v.tol:g})"
+    if reference is None:
+        return CheckResult(exp.label, False, expected,
+                           "no run of the reference solution to compare with")
+    targets = [r.rank for r in result.ranks] if v.rank == "all" else [v.rank]
+    per_rank: dict[int, tuple[Any, bool]] = {}
+    wanted: dict[int, Any] = {}
+    for idx in targets:
+        ref_rank = reference.rank_or_none(idx)
+        if ref_rank is None or v.name not in ref_rank.values:
+            # The reference itself did not report it: the gate shows the author this.
+            per_rank[idx] = ("(the reference solution did not report it)", False)
+            continue
+        wanted[idx] = ref_rank.values[v.name]
+        rank = result.rank_or_none(idx)
+        if rank is None or v.name not in rank.values:
+            per_rank[idx] = ("(not reported)", False)
+            continue
+        measured = rank.values[v.name]
+        per_rank[idx] = (measured, close(measured, wanted[idx], v.tol))
+    passed = bool(per_rank) and all(ok for _, ok in per_rank.values())
+    measured_text = "; ".join(f"rank {k}: {_short(m)}" for k, (m, _) in sorted(per_rank.items()))
+    values = list(wanted.values())
+    if values and all(x == values[0] for x in values):
+        # One value on every rank: say it, as an `equals` check would.
+        tol = f" (±{v.tol:g})" if _numeric(values[0]) else ""
+        expected = f"{v.name} = {_short(values[0])} (the reference solution's) on {who}{tol}"
+    return CheckResult(exp.label, passed, expected, measured_text or "no ranks", per_rank,
+                       expected_per_rank=wanted)
 
 
 def _overlap(label: str, rank: int, iteration: int, buckets: list[int],
@@ -241,10 +304,11 @@ def _reductions(n: int) -> str:
 
 def evaluate(
     expectations: list[Expectation], result: RunResult, params: dict[str, KnobValue],
-    world_size: int,
+    world_size: int, reference: RunResult | None = None,
 ) -> list[CheckResult]:
-    """Every expectation that applies to this run's knobs, checked against its result."""
-    return [check(e, result) for e in expectations if applies(e, params, world_size)]
+    """Every expectation that applies to this run's knobs, checked against its result
+    (and, for an exercise, its reference solution's run of the same combination)."""
+    return [check(e, result, reference) for e in expectations if applies(e, params, world_size)]
 
 
 def evaluate_each(

@@ -9,9 +9,12 @@ and the expectations are bound to the answer key without disagreement
 explained; a numeric key equal to the measured value). Both write the outcome as
 a `Verdict` with the same shape.
 
-An exercise is gated twice over on each audited combination: its reference
-solution must pass every check (visible and hidden), and its starter must fail
-at least one check somewhere, or there is nothing for the learner to fix.
+An exercise is gated on each audited combination: its reference solution must
+pass every check (visible and hidden); its starter must fail at least one check
+somewhere, or there is nothing for the learner to fix; and each of its known-wrong
+solutions (`exercise.wrong`) must fail at least one check somewhere, or the checks
+let that mistake through (`problems` names it). `reference: true` checks compare
+each run with the reference solution's run of the same combination.
 
 A question with variables is gated on every variant: each variant's rendered
 document (its variables in the runs' params, its world_size the ranks) times its
@@ -20,13 +23,21 @@ audited knob combinations, and every failure names the variant.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy.orm import Session
 
-from app.questions.models import QuestionRevision
-from app.questions.schema import FieldError, QuestionDoc, describe_variant, key_binding_problems, show_value
+from app.questions.models import STATUS_PUBLISHED, Question, QuestionRevision
+from app.questions.schema import (
+    FieldError,
+    QuestionDoc,
+    WrongSolution,
+    describe_variant,
+    key_binding_problems,
+    show_value,
+)
 from app.questions.service import render_variant, revision_doc
 from app.verify import service
 from app.verify.engine.result import RunResult
@@ -36,6 +47,9 @@ from app.verify.models import RUN_DONE, RUN_FAILED, RUN_QUEUED, RUN_RUNNING, Run
 ROLE_QUESTION = "question"
 ROLE_REFERENCE = "reference"
 ROLE_STARTER = "starter"
+ROLE_WRONG = "wrong"
+# Roles that must fail a check somewhere (the learner's code is never gated).
+_MUST_FAIL = (ROLE_STARTER, ROLE_WRONG)
 
 
 @dataclass
@@ -47,11 +61,18 @@ class ComboCheck:
     run: Run | None
     result: RunResult | None = None
     checks: list[CheckResult] = field(default_factory=list)
-    # "question" (an ordinary snippet), or for an exercise "reference" or "starter".
+    # "question" (an ordinary snippet), or for an exercise "reference", "starter" or "wrong".
     role: str = ROLE_QUESTION
     # Which variant of a question with variables (None without), and its variables' values.
     variant: int | None = None
     variant_params: dict[str, Any] | None = None
+    # For role "wrong": which known-wrong solution this is.
+    wrong: WrongSolution | None = None
+
+    @property
+    def role_label(self) -> str:
+        """The role as a person reads it: a wrong solution by its file."""
+        return f"wrong {self.wrong.file}" if self.wrong is not None else self.role
 
     @property
     def where(self) -> str:
@@ -73,9 +94,10 @@ class ComboCheck:
             return "infrastructure failure"
         if not self.checks:
             return "no expectation applies"
-        if self.role == ROLE_STARTER:
-            return ("the starter fails a check, as it must" if self.passed
-                    else "the starter passes every check here")
+        if self.role in _MUST_FAIL:
+            who = "the starter" if self.role == ROLE_STARTER else "the wrong solution"
+            return (f"{who} fails a check, as it must" if self.passed
+                    else f"{who} passes every check here")
         return "passed" if self.passed else "failed"
 
     @property
@@ -86,8 +108,8 @@ class ComboCheck:
     @property
     def passed(self) -> bool:
         """This combination does what the gate needs of it: every check passes, or for an
-        exercise's starter, at least one check fails."""
-        if self.role == ROLE_STARTER:
+        exercise's starter or a wrong solution, at least one check fails."""
+        if self.role in _MUST_FAIL:
             return (self.run is not None and self.run.status == RUN_DONE and bool(self.checks)
                     and not all(c.passed for c in self.checks))
         return self.all_checks_pass
@@ -111,6 +133,10 @@ class ComboCheck:
                 "checks": [c.to_json() for c in self.checks]}
         if self.variant is not None:
             data.update(variant=self.variant, variant_params=self.variant_params)
+        if self.wrong is not None:
+            data["wrong"] = {"file": self.wrong.file, "why": self.wrong.why}
+        if self.result is not None and self.result.tampered:
+            data["tampered"] = self.result.tampered
         return data
 
 
@@ -128,6 +154,25 @@ class Gate:
     def is_exercise(self) -> bool:
         return any(c.role == ROLE_STARTER for c in self.combos)
 
+    def wrong_solutions(self) -> list[tuple[WrongSolution, list[ComboCheck]]]:
+        """Each known-wrong solution with its combinations, in the exercise's order."""
+        out: dict[str, tuple[WrongSolution, list[ComboCheck]]] = {}
+        for c in self.combos:
+            if c.role == ROLE_WRONG and c.wrong is not None:
+                out.setdefault(c.wrong.file, (c.wrong, []))[1].append(c)
+        return list(out.values())
+
+    def problems(self) -> list[str]:
+        """What the measurement says is wrong with an exercise: a known-wrong solution that
+        passes every check on every combination (once all of its runs are done)."""
+        out = []
+        for wrong, combos in self.wrong_solutions():
+            if all(c.run is not None and c.run.status == RUN_DONE and c.all_checks_pass
+                   for c in combos):
+                out.append(f"the wrong solution {wrong.file} passes every check on every knob "
+                           f"combination ({wrong.why})")
+        return out
+
     @property
     def passed(self) -> bool:
         if not (self.has_snippet and self.combos) or self.binding_problems:
@@ -135,7 +180,9 @@ class Gate:
         if self.is_exercise:
             refs = [c for c in self.combos if c.role == ROLE_REFERENCE]
             starters = [c for c in self.combos if c.role == ROLE_STARTER]
-            return bool(refs) and all(c.passed for c in refs) and any(c.passed for c in starters)
+            wrongs = all(any(c.passed for c in combos) for _, combos in self.wrong_solutions())
+            return (bool(refs) and all(c.passed for c in refs) and any(c.passed for c in starters)
+                    and wrongs)
         return all(c.passed for c in self.combos)
 
     @property
@@ -168,7 +215,15 @@ class Gate:
             bad = sum(1 for c in refs if not c.passed)
             if bad:
                 return (f"the reference solution fails its checks on {_combinations(bad)}")
-            return "the starter passes every check: there is nothing for the learner to fix"
+            if not any(c.passed for c in self.combos if c.role == ROLE_STARTER):
+                return "the starter passes every check: there is nothing for the learner to fix"
+            problems = self.problems()
+            if problems:
+                return "; ".join(problems)
+            unproven = [w.file for w, combos in self.wrong_solutions()
+                        if not any(c.passed for c in combos)]
+            return ("no finished run shows that these wrong solutions fail a check: "
+                    + ", ".join(unproven))
         failed = [c for c in self.combos if not c.passed]
         text = f"{_combinations(len(failed))} fail their expectations"
         if any(c.variant is not None for c in failed):
@@ -180,12 +235,18 @@ def _combinations(n: int) -> str:
     return f"{n} knob combination" + ("" if n == 1 else "s")
 
 
+def combo_key(world_size: int, params: dict[str, Any]) -> str:
+    """One knob combination as a key: runs of the same combination share it."""
+    return json.dumps([world_size, params], sort_keys=True)
+
+
 @dataclass(frozen=True)
 class _Planned:
     role: str
     variant: int | None
     doc: QuestionDoc  # the variant's rendered document (the question itself without variables)
     req: service.RunRequest
+    wrong: WrongSolution | None = None
 
 
 def _planned(
@@ -199,15 +260,19 @@ def _planned(
     for i in range(doc.variant_count):
         variant = render_variant(doc=doc, key=key, variant=i)
         assert variant.verify is not None and variant.snippet_text is not None
-        codes: list[tuple[str, str]] = [(ROLE_QUESTION, variant.snippet_text)]
+        codes: list[tuple[str, str, WrongSolution | None]] = [
+            (ROLE_QUESTION, variant.snippet_text, None)]
         if variant.exercise is not None:
-            codes = [(ROLE_REFERENCE, service.exercise_code(variant, variant.exercise.solution_code or "")),
-                     (ROLE_STARTER, service.exercise_code(variant, variant.snippet_text))]
+            codes = [(ROLE_REFERENCE, service.exercise_code(variant, variant.exercise.solution_code or ""),
+                      None),
+                     (ROLE_STARTER, service.exercise_code(variant, variant.snippet_text), None),
+                     *((ROLE_WRONG, service.exercise_code(variant, w.code or ""), w)
+                       for w in variant.exercise.wrong)]
         out += [_Planned(role, i if doc.variables else None, variant,
                          service.request_for(variant, combo, torch_version=torch_v,
                                              harness_version=harness_v, revision_id=revision_id,
-                                             requested_by=requested_by, code=code))
-                for role, code in codes for combo in variant.verify.audit_combinations()]
+                                             requested_by=requested_by, code=code), wrong)
+                for role, code, wrong in codes for combo in variant.verify.audit_combinations()]
     return out
 
 
@@ -215,19 +280,38 @@ def plan(
     doc: QuestionDoc, *, revision_id: int, versions: tuple[str, str], requested_by: str | None = None,
 ) -> list[service.RunRequest]:
     """The run requests of every audited knob combination of every variant of a question (none
-    without a snippet); for an exercise, its reference solution's and its starter's on each."""
+    without a snippet); for an exercise, its reference solution's, its starter's and each wrong
+    solution's on each combination."""
     return [p.req for p in _planned(doc, key="", revision_id=revision_id, versions=versions,
                                     requested_by=requested_by)]
 
 
 def request_runs(
     *, db_session: Session, revision: QuestionRevision, versions: tuple[str, str],
-    requested_by: str, fresh: bool = False,
+    requested_by: str, fresh: bool = False, keep_published: bool = False,
 ) -> list[Run]:
-    """Queue (or reuse from the cache) a run for every audited combination of a revision."""
+    """Queue (or reuse from the cache) a run for every audited combination of a revision.
+
+    `fresh` executes them again; with `keep_published` (an author's request from the web)
+    never the runs learners are shown now — the published revision's own combinations,
+    which a fresh run would take from them until it finished."""
     planned = _planned(revision_doc(revision), key=revision.content_hash, revision_id=revision.id,
                        versions=versions, requested_by=requested_by)
-    return [service.request_run(db_session=db_session, req=p.req, fresh=fresh)[0] for p in planned]
+    shown = _published_keys(db_session, revision, versions) if fresh and keep_published else set()
+    return [service.request_run(db_session=db_session, req=p.req,
+                                fresh=fresh and p.req.key not in shown)[0] for p in planned]
+
+
+def _published_keys(db_session: Session, revision: QuestionRevision,
+                    versions: tuple[str, str]) -> set[str]:
+    """The cache keys of the runs learners are shown for this revision's question."""
+    question = db_session.get(Question, revision.question_id)
+    current = question.current_revision if question is not None else None
+    if question is None or current is None or question.status != STATUS_PUBLISHED:
+        return set()
+    return {p.req.key for p in _planned(revision_doc(current), key=current.content_hash,
+                                        revision_id=current.id, versions=versions,
+                                        requested_by=None)}
 
 
 def check(*, db_session: Session, revision: QuestionRevision, versions: tuple[str, str]) -> Gate:
@@ -237,15 +321,20 @@ def check(*, db_session: Session, revision: QuestionRevision, versions: tuple[st
                        requested_by=None)
     if not planned:
         return Gate(revision.id, versions[0], [], has_snippet=False)
+    found = [(p, service.find_live(db_session=db_session, key=p.req.key)) for p in planned]
+    results = [(service.result_of(run) if run is not None else None) for _, run in found]
+    references = {(p.variant, combo_key(p.req.world_size, p.req.params)): result
+                  for (p, _), result in zip(found, results, strict=True) if p.role == ROLE_REFERENCE}
     combos = []
-    for p in planned:
+    for (p, run), result in zip(found, results, strict=True):
         assert p.doc.verify is not None
         req = p.req
-        run = service.find_live(db_session=db_session, key=req.key)
-        result = service.result_of(run) if run is not None else None
-        checks = evaluate(p.doc.verify.expect, result, req.params, req.world_size) if result else []
+        reference = references.get((p.variant, combo_key(req.world_size, req.params)))
+        checks = (evaluate(p.doc.verify.expect, result, req.params, req.world_size, reference)
+                  if result else [])
         combos.append(ComboCheck(req.params, req.world_size, run, result, checks, p.role, p.variant,
-                                 doc.variant_params(p.variant) if p.variant is not None else None))
+                                 doc.variant_params(p.variant) if p.variant is not None else None,
+                                 p.wrong))
     return Gate(revision.id, versions[0], combos, has_snippet=True,
                 binding_problems=key_binding_problems(doc))
 

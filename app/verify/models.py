@@ -18,7 +18,7 @@ RUN_FAILED = "failed"
 # Queue priorities, claimed lowest first. A learner's own exercise code is never shared
 # or cached for anyone else, so it waits behind every run an author or a cache needs.
 PRIORITY_SHARED = 0
-PRIORITY_LEARNER_CODE = 1
+PRIORITY_PRIVATE = 1
 
 
 class Run(Base):

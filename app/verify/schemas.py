@@ -14,6 +14,10 @@ class VerifyIn(BaseModel):
     params: dict[str, KnobValue] = Field(
         default_factory=dict, description="Knob values; each must be one the question allows."
     )
+    variant: int | None = Field(
+        default=None, ge=0, le=1000,
+        description="Which variant to run (its values join the params; a `world_size` variable "
+                    "sets the ranks); default: the one GET /api/v1/questions/{slug} shows you.")
 
 
 class VerifyOut(BaseModel):
@@ -21,6 +25,7 @@ class VerifyOut(BaseModel):
     status: Literal["queued", "running", "done", "failed"]
     cached: bool
     url: str
+    variant: int = Field(0, description="The variant run.")
 
 
 class RunOut(BaseModel):

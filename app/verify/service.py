@@ -17,18 +17,20 @@ from datetime import timedelta
 from typing import Any
 
 from pydantic import ValidationError
-from sqlalchemy import and_, case, func, or_, select, update
+from sqlalchemy import and_, case, func, literal, or_, select, update
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, aliased
 
 from app import metrics
 from app.db import utcnow
+from app.errors import Busy, RateLimited
 from app.questions.schema import QuestionDoc
 from app.verify import knobs
 from app.verify.engine import HARNESS_VERSION, torch_version
+from app.verify.engine.forbid import CHECKS_MARK, compose
 from app.verify.engine.result import RunResult
 from app.verify.models import (
-    PRIORITY_LEARNER_CODE,
+    PRIORITY_PRIVATE,
     PRIORITY_SHARED,
     RUN_DONE,
     RUN_FAILED,
@@ -44,6 +46,8 @@ MAX_ATTEMPTS = 3
 NOTIFY_CHANNEL = "ddpdrill_runs"
 # Results above this size are trimmed (events first) before they are stored.
 MAX_RESULT_BYTES = 2 * 1024 * 1024
+# Key of the PostgreSQL advisory lock private claims take turns under.
+PRIVATE_CLAIM_LOCK = 0x5DD9_0001
 
 
 class InvalidResult(ValueError):
@@ -101,19 +105,20 @@ class RunRequest:
 
     @property
     def priority(self) -> int:
-        return PRIORITY_SHARED if self.owner is None else PRIORITY_LEARNER_CODE
+        return PRIORITY_SHARED if self.owner is None else PRIORITY_PRIVATE
 
 
-HARNESS_MARK = "\n\n\n# ---- the exercise's checks ----\n"
+HARNESS_MARK = CHECKS_MARK
 
 
 def exercise_code(doc: QuestionDoc, code: str) -> str:
-    """What an exercise runs: the given code (the learner's, the starter or the solution),
-    then the exercise's harness. Appended, so the code's line numbers stay the learner's."""
-    harness = doc.exercise.harness_code if doc.exercise is not None else None
-    if not harness:
+    """What an exercise runs: the given code (the learner's, the starter, the solution or a
+    wrong solution), then the exercise's options and checks program, which the rank runs
+    apart from it (app.verify.engine.forbid). One text, so the cache key covers all of it;
+    the code comes first, so its line numbers stay the learner's."""
+    if doc.exercise is None:
         return code
-    return code + HARNESS_MARK + harness
+    return compose(code, doc.exercise.harness_code or "", forbid=doc.exercise.forbid)
 
 
 def request_for(
@@ -197,6 +202,41 @@ def notify_queued(*, db_session: Session) -> None:
         db_session.execute(select(func.pg_notify(NOTIFY_CHANNEL, "")))
 
 
+@dataclass(frozen=True)
+class PrivateCaps:
+    """How many private runs may wait at once: per person, per address, in all."""
+
+    per_owner: int
+    per_address: int
+    total: int
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> PrivateCaps:
+        return cls(settings.private_queue_per_owner, settings.private_queue_per_address,
+                   settings.private_queue_total)
+
+
+def check_private_capacity(*, db_session: Session, requested_by: str, client_ip: str,
+                           new: int, caps: PrivateCaps) -> None:
+    """Refuse `new` more private runs past the queue's caps: RateLimited (429) past this
+    person's or this address's share, Busy (503) when the private queue is full for
+    everyone. Runs already executing do not count, only those waiting."""
+    if new <= 0:
+        return
+    waiting = select(func.count()).select_from(Run).where(
+        Run.priority == PRIORITY_PRIVATE, Run.status == RUN_QUEUED)
+    mine = int(db_session.scalar(waiting.where(Run.requested_by == requested_by)) or 0)
+    if mine + new > caps.per_owner:
+        raise RateLimited(f"You have {mine} runs waiting already (at most {caps.per_owner}); "
+                          "wait for them to finish, then run again.", retry_after_s=10)
+    here = int(db_session.scalar(waiting.where(Run.requested_ip == client_ip)) or 0)
+    if here + new > caps.per_address:
+        raise RateLimited(f"{here} runs from your network are waiting already (at most "
+                          f"{caps.per_address}); wait a moment, then run again.", retry_after_s=10)
+    if int(db_session.scalar(waiting) or 0) + new > caps.total:
+        raise Busy("The queue for learners' code is full right now; try again in a minute.")
+
+
 def queue_state(*, db_session: Session) -> dict[str, Any]:
     """Runs by status, the queue's depth and how many workers hold a live lease (for /metrics)."""
     by_status = {str(st): int(n) for st, n in db_session.execute(
@@ -207,33 +247,17 @@ def queue_state(*, db_session: Session) -> dict[str, Any]:
             "busy_workers": int(busy or 0)}
 
 
-def has_claimable(*, db_session: Session) -> bool:
-    """True when some run waits for a worker (a read: no lock is taken)."""
-    return db_session.scalar(select(Run.id).where(_claimable(utcnow())).limit(1)) is not None
+def has_claimable(*, db_session: Session, shared_only: bool = False) -> bool:
+    """True when some run waits for a worker (of the shared lane only, if asked); a read."""
+    stmt = select(Run.id).where(_claimable(utcnow()))
+    if shared_only:
+        stmt = stmt.where(Run.priority == PRIORITY_SHARED)
+    return db_session.scalar(stmt.limit(1)) is not None
 
 
 def next_lease_expiry(*, db_session: Session) -> Any:
     """When the soonest lease of a running run ends, or None."""
     return db_session.scalar(select(func.min(Run.lease_expires_at)).where(Run.status == RUN_RUNNING))
-
-
-def fresh_runs_since(*, db_session: Session, seconds: float, requested_by: str | None = None,
-                     requested_ip: str | None = None, priority: int | None = None) -> int:
-    """How many runs this requester (a learner, or a client address) caused in the last `seconds`.
-
-    With `priority`, only runs of that kind count (learner code has its own budget).
-    """
-    if requested_by is None and requested_ip is None:
-        return 0
-    since = utcnow() - timedelta(seconds=seconds)
-    stmt = select(func.count()).select_from(Run).where(Run.requested_at >= since)
-    if priority is not None:
-        stmt = stmt.where(Run.priority == priority)
-    if requested_by is not None:
-        stmt = stmt.where(Run.requested_by == requested_by)
-    if requested_ip is not None:
-        stmt = stmt.where(Run.requested_ip == requested_ip)
-    return int(db_session.scalar(stmt) or 0)
 
 
 def _claimable(now: Any) -> Any:
@@ -243,53 +267,99 @@ def _claimable(now: Any) -> Any:
     )
 
 
-def claim_run(*, db_session: Session, worker_id: str, lease_seconds: float) -> Run | None:
-    """Take the oldest queued run (or one whose lease expired) and lease it to this worker.
+# Worker lanes: a "shared" worker claims only shared runs, so learners' and authors' own
+# code can never hold up the bank's Verify; an "any" worker takes shared runs first and
+# then private ones.
+LANE_SHARED = "shared"
+LANE_ANY = "any"
+# Niceness of a private run's ranks: below the bank's runs always, and lowest of all for an
+# address that has more private runs waiting (a burst, or a runaway), so that another
+# learner's run, started beside it, gets most of the CPU.
+PRIVATE_NICE = 10
+BACKLOG_NICE = 19
 
-    Lowest priority number first: a learner's own exercise code is only claimed when no
-    run an author or a shared cache entry needs is waiting (oldest first within each).
+
+def claim_run(*, db_session: Session, worker_id: str, lease_seconds: float,
+              lane: str = LANE_ANY) -> Run | None:
+    """Take the next run for this worker's lane and lease it to this worker.
+
+    Shared runs first, oldest first. Then (lane "any") a private run, fairly: at most one
+    private run per client address executes at a time, and among the waiting ones the
+    address's first waits for nobody's second (ordered by each run's place in its own
+    address's queue, then by age). A run whose lease ran out (its worker died) is
+    claimable again, first of its kind.
     """
     expire_stale_leases(db_session=db_session)
     now = utcnow()
-    expires = now + timedelta(seconds=lease_seconds)
-    if db_session.get_bind().dialect.name == "postgresql":
-        run = db_session.scalar(
-            select(Run).where(_claimable(now))
-            .order_by(Run.priority, Run.requested_at, Run.id)
-            .limit(1).with_for_update(skip_locked=True)
-        )
-        if run is None:
-            return None
-        if run.status == RUN_RUNNING:
-            metrics.LEASE_RECLAIMS.inc()
-        run.status, run.lease_owner, run.lease_expires_at = RUN_RUNNING, worker_id, expires
-        run.claimed_at = now
-        run.attempts += 1
-        db_session.flush()
-        return run
-    # SQLite: the UPDATE is atomic under the database's write lock, which this
-    # transaction holds from its start (BEGIN IMMEDIATE), so the row read first is
-    # still the one updated; the UPDATE checks claimability again all the same.
-    picked = db_session.execute(
-        select(Run.id, Run.status).where(_claimable(now))
-        .order_by(Run.priority, Run.requested_at, Run.id)
-        .limit(1)).first()
-    if picked is None:
+    run = _pick(db_session, now, shared=True)
+    if run is None and lane == LANE_ANY:
+        run = _pick(db_session, now, shared=False)
+    if run is None:
         return None
-    run_id = db_session.scalar(
-        update(Run).where(Run.id == picked.id, _claimable(now))
-        .values(status=RUN_RUNNING, lease_owner=worker_id, lease_expires_at=expires,
-                claimed_at=now, attempts=Run.attempts + 1)
-        .returning(Run.id)
-    )
-    if run_id is None:
-        return None
-    if picked.status == RUN_RUNNING:
+    if run.status == RUN_RUNNING:
         metrics.LEASE_RECLAIMS.inc()
-    run = db_session.get(Run, run_id)
-    if run is not None:
-        db_session.refresh(run)
+    run.status, run.lease_owner = RUN_RUNNING, worker_id
+    run.lease_expires_at, run.claimed_at = now + timedelta(seconds=lease_seconds), now
+    run.attempts += 1
+    db_session.flush()
     return run
+
+
+def nice_for(*, db_session: Session, run: Run) -> int:
+    """The niceness a claimed run's ranks get: 0 for shared runs; for private ones, lower
+    than the bank's always, and lowest when the same address has more waiting."""
+    if run.priority != PRIORITY_PRIVATE:
+        return 0
+    return BACKLOG_NICE if _waiting_from(db_session, run) else PRIVATE_NICE
+
+
+def _address(column: Any) -> Any:
+    return func.coalesce(column, "")
+
+
+def _pick(db_session: Session, now: Any, *, shared: bool) -> Run | None:
+    """The next claimable run of one lane, locked for this transaction (on SQLite the
+    transaction already holds the write lock from its start, BEGIN IMMEDIATE)."""
+    postgres = db_session.get_bind().dialect.name == "postgresql"
+    if shared:
+        order: Any = (Run.requested_at, Run.id)
+        stmt = select(Run.id).where(_claimable(now), Run.priority == PRIORITY_SHARED)
+    else:
+        if postgres:
+            # Private claims take turns across workers, so two cannot both start a second
+            # run of one address between their reads and their writes.
+            db_session.execute(select(func.pg_advisory_xact_lock(PRIVATE_CLAIM_LOCK)))
+        other = aliased(Run)
+        running_here = select(other.id).where(
+            other.priority == PRIORITY_PRIVATE, other.status == RUN_RUNNING,
+            other.lease_expires_at >= now,
+            _address(other.requested_ip) == _address(Run.requested_ip)).exists()
+        place = func.row_number().over(partition_by=_address(Run.requested_ip),
+                                       order_by=(Run.requested_at, Run.id)).label("place")
+        waiting = (select(Run.id, Run.requested_at, place)
+                   .where(_claimable(now), Run.priority == PRIORITY_PRIVATE, ~running_here)
+                   .subquery())
+        order = (waiting.c.place, waiting.c.requested_at, waiting.c.id)
+        stmt = select(waiting.c.id)
+    for _ in range(8):  # another worker may hold the first candidate (PostgreSQL)
+        run_id = db_session.scalar(stmt.order_by(*order).limit(1))
+        if run_id is None:
+            return None
+        locked = select(Run).where(Run.id == run_id, _claimable(now))
+        if postgres:
+            locked = locked.with_for_update(skip_locked=True)
+        run = db_session.scalar(locked)
+        if run is not None:
+            return run
+        stmt = stmt.where(Run.id != run_id) if shared else stmt.where(waiting.c.id != run_id)
+    return None
+
+
+def _waiting_from(db_session: Session, run: Run) -> bool:
+    """Whether the run's address has more private runs waiting behind this one."""
+    return db_session.scalar(select(Run.id).where(
+        Run.priority == PRIORITY_PRIVATE, Run.status == RUN_QUEUED, Run.id != run.id,
+        _address(Run.requested_ip) == _address(literal(run.requested_ip))).limit(1)) is not None
 
 
 def renew_lease(*, db_session: Session, run_id: int, worker_id: str, lease_seconds: float) -> bool:
@@ -346,12 +416,16 @@ def cap_result(data: dict[str, Any], limit: int = MAX_RESULT_BYTES) -> dict[str,
             r["stack"] = (r.get("stack") or "")[:1024] or None
         data["buckets"] = (data.get("buckets") or [])[:200]
         notes.append("output and bucket records shortened")
-    if size() > limit:
-        values = [(len(json.dumps(v)), r, name) for r in ranks for name, v in (r.get("values") or {}).items()]
+    # An exercise learner's own reports before the checks' (no check reads them).
+    for field_name in ("learner_values", "values"):
+        if size() <= limit:
+            break
+        values = [(len(json.dumps(v)), r, name) for r in ranks
+                  for name, v in (r.get(field_name) or {}).items()]
         for nbytes, r, name in sorted(values, key=lambda t: t[0], reverse=True):
             if size() <= limit:
                 break
-            r["values"][name] = f"(not stored: {nbytes} bytes of JSON)"
+            r[field_name][name] = f"(not stored: {nbytes} bytes of JSON)"
         notes.append("the largest reported values replaced by their size")
     if size() > limit:
         for r in ranks:

@@ -16,7 +16,7 @@ from app.verify.engine.limits import Limits
 TEMPLATE = '''#!/usr/bin/env python3
 """{title}
 
-From DDP Drill (question: {slug}). Run it with:
+From DDP Drill (question: {slug}{variant}). Run it with:
 
     torchrun --nproc_per_node={world_size} {filename}
 
@@ -91,11 +91,12 @@ dist.destroy_process_group()
 
 
 def torchrun_script(*, slug: str, title: str, snippet: str, world_size: int,
-                    params: dict[str, Any], timeout_s: float = 10.0) -> str:
+                    params: dict[str, Any], timeout_s: float = 10.0, variant: str = "") -> str:
     """A self-contained script: `torchrun --nproc_per_node=N <file>` runs the snippet as DDP Drill
     does, with the process-group timeout of a run of `timeout_s`, and prints each rank's
-    outcome."""
+    outcome. `variant` names the question's variant (its values are in `params` already)."""
     return TEMPLATE.format(
+        variant=_docstring_safe(f", {variant}") if variant else "",
         title=title.replace('"""', "'''"), slug=slug, world_size=world_size,
         filename=f"{slug}.py", params_json=json.dumps(params, sort_keys=True), snippet=snippet,
         timeout_s=round(pg_timeout_s(timeout_s), 3), run_timeout_s=float(timeout_s),
@@ -105,3 +106,7 @@ def torchrun_script(*, slug: str, title: str, snippet: str, world_size: int,
 def pg_timeout_s(run_timeout_s: float) -> float:
     """The gloo group's timeout in a run of this length (the engine's own rule)."""
     return Limits(timeout_s=float(run_timeout_s)).pg_timeout_s
+
+
+def _docstring_safe(text: str) -> str:
+    return text.replace(chr(34) * 3, chr(39) * 3)

@@ -24,7 +24,8 @@ from app.deps import (
     is_htmx,
     notify_workers,
 )
-from app.errors import DomainError, NotFound
+from app.errors import DomainError
+from app.questions.schema import describe_variant
 from app.questions.service import get_published, revision_doc
 from app.templating import templates
 from app.verify import access, knobs
@@ -46,11 +47,12 @@ def _small_int(raw: object) -> int | None:
 def _start(
     request: Request, background: BackgroundTasks, db_session: SessionDep, settings: SettingsDep,
     learner_id: str, slug: str, params: dict[str, Any], revision_id: int | None = None,
+    variant: int | None = None,
 ) -> tuple[Run, bool]:
     run, cached = access.start_run(
         db_session=db_session, slug=slug, params=params, learner_id=learner_id,
         client_ip=client_ip(request), limit_per_minute=settings.verify_rate_per_minute,
-        revision_id=revision_id)
+        revision_id=revision_id, variant=variant)
     if run.status != RUN_DONE:
         background.add_task(notify_workers, request)
     return run, cached
@@ -63,10 +65,24 @@ def verify_question(
     slug: str, body: VerifyIn, request: Request, background: BackgroundTasks,
     db_session: SessionDep, settings: SettingsDep, learner_id: CurrentLearner,
 ) -> VerifyOut:
-    """Run the question's snippet with these knob values, or return the cached run."""
-    run, cached = _start(request, background, db_session, settings, learner_id, slug, body.params)
+    """Run the question's snippet with these knob values on one variant, or return the cached
+    run."""
+    _revision, doc = access.runnable_doc(db_session=db_session, slug=slug, revision_id=None,
+                                         learner_id=learner_id, variant=body.variant)
+    variant = body.variant if body.variant is not None else _variant_of(doc, db_session, slug)
+    run, cached = _start(request, background, db_session, settings, learner_id, slug, body.params,
+                         variant=variant)
     return VerifyOut(run_id=run.id, status=run.status, cached=cached,
-                     url=f"/api/v1/runs/{run.id}")
+                     url=f"/api/v1/runs/{run.id}", variant=variant)
+
+
+def _variant_of(doc: Any, db_session: SessionDep, slug: str) -> int:
+    """The index of a rendered variant, found from its values among the question's variants."""
+    question = get_published(db_session=db_session, slug=slug)
+    assert question is not None and question.current_revision is not None
+    found = access.variant_of_run(revision_doc(question.current_revision),
+                                  dict(doc.verify.params) if doc.verify else {})
+    return found or 0
 
 
 def run_out(run: Run) -> RunOut:
@@ -100,12 +116,13 @@ def verify_form(
     settings: SettingsDep, learner_id: CurrentLearner, _: CSRF,
 ) -> Response:
     prev_id, rev_id = _small_int(form.get("prev")), _small_int(form.get("rev"))
+    variant = _small_int(form.get("variant"))
     _revision, doc = access.runnable_doc(db_session=db_session, slug=slug, revision_id=rev_id,
-                                         learner_id=learner_id)
+                                         learner_id=learner_id, variant=variant)
     assert doc.verify is not None
     try:
         run, cached = _start(request, background, db_session, settings, learner_id, slug,
-                             knobs.from_form(doc.verify, form), rev_id)
+                             knobs.from_form(doc.verify, form), rev_id, variant)
     except DomainError as exc:
         if not is_htmx(request):
             raise
@@ -113,15 +130,16 @@ def verify_form(
                                           status_code=exc.status, headers=exc.headers)
     if not is_htmx(request):
         target = (f"/runs/{run.id}?slug={slug}" + (f"&prev={prev_id}" if prev_id else "")
-                  + (f"&rev={rev_id}" if rev_id else ""))
+                  + (f"&rev={rev_id}" if rev_id else "")
+                  + (f"&variant={variant}" if variant is not None else ""))
         return RedirectResponse(target, status_code=303)
     ctx = access.run_panel(db_session=db_session, run=run, learner_id=learner_id, slug=slug,
-                           prev_id=prev_id, revision_id=rev_id).context()
+                           prev_id=prev_id, revision_id=rev_id, variant=variant).context()
     ctx.update(cached=cached, prev_id=prev_id)
     prev_run = access.comparable_previous(db_session=db_session, run=run, prev_id=prev_id)
     if prev_run is not None:
         prev = access.run_panel(db_session=db_session, run=prev_run, learner_id=learner_id,
-                                slug=slug, prev_id=None, revision_id=rev_id)
+                                slug=slug, prev_id=None, revision_id=rev_id, variant=variant)
         ctx.update(prev_run=prev_run, prev_checks=prev.checks,
                    prev_choice_evidence=prev.choices or [])
         return templates.TemplateResponse(request, "verify/_pair.html", ctx)
@@ -134,6 +152,7 @@ def run_page(
     user: OptionalUser, slug: str | None = None,
     prev: Annotated[int | None, Query(ge=1, le=MAX_ID)] = None,
     rev: Annotated[int | None, Query(ge=1, le=MAX_ID)] = None,
+    variant: Annotated[int | None, Query(ge=0, le=1000)] = None,
 ) -> Response:
     """A run as a page, or (for htmx polling) as the fragment that replaces itself."""
     is_author = user is not None and user.is_staff
@@ -141,23 +160,30 @@ def run_page(
                              is_author=is_author)
     template = "verify/_run.html" if is_htmx(request) else "verify/run_page.html"
     panel = access.run_panel(db_session=db_session, run=run, learner_id=learner_id, slug=slug,
-                             prev_id=prev, revision_id=rev)
+                             prev_id=prev, revision_id=rev, variant=variant)
     return templates.TemplateResponse(request, template, {
         **panel.context(), "prev_id": prev,
         "shown_snippet": access.shown_snippet(run, is_author=is_author)})
 
 
 @router.get("/questions/{slug}/torchrun.py")
-def torchrun_download(slug: str, request: Request, db_session: SessionDep) -> Response:
-    question = get_published(db_session=db_session, slug=slug)
-    if question is None or question.current_revision is None:
-        raise NotFound(f"No question called {slug!r}.")
-    doc = revision_doc(question.current_revision)
-    if doc.verify is None or doc.snippet_text is None:
-        raise NotFound("This question has no snippet to run.")
+def torchrun_download(
+    slug: str, request: Request, db_session: SessionDep, learner_id: CurrentLearner,
+    variant: Annotated[int | None, Query(ge=0, le=1000)] = None,
+) -> Response:
+    """The snippet as a torchrun script for the chosen knobs and variant (default: the variant
+    the learner is shown), with the variant's values in `params` and its world size."""
+    revision, doc = access.runnable_doc(db_session=db_session, slug=slug, revision_id=None,
+                                        learner_id=learner_id, variant=variant,
+                                        allow_exercise=True)
+    assert doc.verify is not None and doc.snippet_text is not None
     world_size, params = knobs.resolve(doc.verify, knobs.from_form(doc.verify, request.query_params))
+    variant_name = ""
+    if doc.verify.params:
+        found = access.variant_of_run(revision_doc(revision), dict(doc.verify.params))
+        variant_name = describe_variant(found or 0, dict(doc.verify.params))
     script = torchrun_script(slug=slug, title=doc.title, snippet=doc.snippet_text,
                              world_size=world_size, params=params,
-                             timeout_s=doc.verify.timeout_s)
+                             timeout_s=doc.verify.timeout_s, variant=variant_name)
     return PlainTextResponse(script, media_type="text/x-python", headers={
         "Content-Disposition": f'attachment; filename="{slug}.py"'})

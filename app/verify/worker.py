@@ -44,6 +44,8 @@ class Job:
     world_size: int
     params: dict[str, Any]
     timeout_s: float
+    # The ranks' niceness (app.verify.service.claim_run decides it).
+    nice: int = 0
 
 
 def new_worker_id() -> str:
@@ -62,6 +64,7 @@ class Worker:
         wakeup: threading.Event | None = None,
         engine_factory: Callable[[], Any] | None = None,
         worker_id: str | None = None,
+        lane: str = service.LANE_ANY,
     ) -> None:
         self.factory = factory
         self.read_factory = read_sessionmaker(factory.kw["bind"])
@@ -70,6 +73,7 @@ class Worker:
         self.wakeup = wakeup or threading.Event()
         self.worker_id = worker_id or new_worker_id()
         self._engine_factory = engine_factory
+        self.lane = lane
         self.completed = 0
         # The run in hand, so a pool shutting down can give it back.
         self.current_run_id: int | None = None
@@ -84,16 +88,16 @@ class Worker:
     def claim(self) -> Job | None:
         # Look before taking the write lock: an idle worker's poll is then a read.
         with session_scope(self.read_factory) as s:
-            if not service.has_claimable(db_session=s):
+            if not service.has_claimable(db_session=s, shared_only=self.lane == service.LANE_SHARED):
                 return None
         with session_scope(self.factory) as s:
             run = service.claim_run(db_session=s, worker_id=self.worker_id,
-                                    lease_seconds=self.settings.lease_seconds)
+                                    lease_seconds=self.settings.lease_seconds, lane=self.lane)
             if run is None:
                 return None
             metrics.RUNS_CLAIMED.inc()
             return Job(run.id, run.snippet_text, run.world_size, dict(run.params or {}),
-                       run.timeout_s)
+                       run.timeout_s, service.nice_for(db_session=s, run=run))
 
     def _renew_until(self, job: Job, done: threading.Event) -> None:
         interval = max(0.1, self.settings.lease_seconds / RENEWALS_PER_LEASE)
@@ -120,7 +124,7 @@ class Worker:
         renewer.start()
         try:
             base = Limits.from_settings(self.settings)
-            limits = type(base)(**{**_fields(base), "timeout_s": job.timeout_s})
+            limits = type(base)(**{**_fields(base), "timeout_s": job.timeout_s, "nice": job.nice})
             started = time.monotonic()
             result = self._engine().run(job.snippet_text, world_size=job.world_size,
                                         params=job.params, limits=limits)
@@ -220,14 +224,20 @@ def _fields(obj: Any) -> dict[str, Any]:
 
 
 class WorkerPool:
-    """N worker threads in this process, sharing one stop flag and one wake-up signal."""
+    """N worker threads in this process, sharing one stop flag and one wake-up signal.
+
+    With two or more, the first claims shared runs only (the bank's Verify, the publish
+    gate), so private code (learners' exercises, authors' Run now) never delays them.
+    """
 
     def __init__(self, factory: sessionmaker[Session], settings: Settings, count: int) -> None:
         self.factory = factory
         self.stop = threading.Event()
         self.wakeup = threading.Event()
-        self.workers = [Worker(factory, settings, stop=self.stop, wakeup=self.wakeup)
-                        for _ in range(count)]
+        lanes = [service.LANE_SHARED if i == 0 and count > 1 else service.LANE_ANY
+                 for i in range(count)]
+        self.workers = [Worker(factory, settings, stop=self.stop, wakeup=self.wakeup, lane=lane)
+                        for lane in lanes]
         self.threads: list[threading.Thread] = []
 
     def start(self) -> None:

@@ -1,7 +1,7 @@
 """Classes: an instructor's classes, their members, assignments and the quizzes started from them.
 
 Revision ID: classes_0008
-Revises: house_0007
+Revises: loop_0008 (written on house_0007; re-chained when main was merged in)
 """
 from collections.abc import Sequence
 
@@ -11,7 +11,7 @@ from alembic import op
 import app.db
 
 revision: str = "classes_0008"
-down_revision: str | None = "house_0007"
+down_revision: str | None = "loop_0008"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -39,7 +39,7 @@ def tcp_sockets():
 
 
 op = params["op"]
-full = 1024 * 1024  # bytes of the tensor every rank holds afterwards (float32)
+full = params.get("full_kib", 1024) * 1024  # bytes of the tensor every rank holds afterwards (float32)
 n = full // 4
 shard = n // world_size
 

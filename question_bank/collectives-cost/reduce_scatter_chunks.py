@@ -4,7 +4,7 @@ import torch
 import torch.distributed as dist
 
 chunk = 2
-contribution = torch.arange(chunk * world_size, dtype=torch.float32) + 100 * rank
+contribution = torch.arange(chunk * world_size, dtype=torch.float32) + params["offset"] * rank
 mine = torch.empty(chunk)
 dist.reduce_scatter_tensor(mine, contribution)
 report("my_chunk", mine)

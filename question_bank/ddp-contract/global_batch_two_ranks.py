@@ -1,12 +1,13 @@
-# Two ranks each draw one local batch of 8 samples for one synchronised step.
-# Every sample of the global batch gets its own weight: sample s on rank r
-# touches only weight[r * 8 + s], so the averaged gradient is non-zero exactly
-# where a sample contributed to the step the optimizer will apply.
+# Every rank draws one local batch of params["local_batch"] samples for one
+# synchronised step. Every sample of the global batch gets its own weight:
+# sample s on rank r touches only weight[r * local + s], so the averaged
+# gradient is non-zero exactly where a sample contributed to the step the
+# optimizer will apply.
 import torch
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-local = 8
+local = params["local_batch"]
 model = nn.Linear(local * world_size, 1, bias=False)
 nn.init.zeros_(model.weight)
 ddp = DDP(model)

@@ -1,10 +1,10 @@
-# A 10-example validation set on 4 ranks. Each rank counts the examples it
+# A validation set of params["examples"] examples on world_size ranks. Each rank counts the examples it
 # evaluated; an all_reduce sums the counts, as a metric's denominator would be.
 import torch
 import torch.distributed as dist
 from torch.utils.data import DistributedSampler
 
-val_set = list(range(10))
+val_set = list(range(params["examples"]))
 sampler = DistributedSampler(val_set, shuffle=False, drop_last=params["drop_last"])
 mine = list(sampler)
 report("indices", mine)

@@ -1,11 +1,12 @@
 # How many batches does one rank's loader yield per epoch? The sampler is asked
-# to split 1,003 samples over 8 replicas; DistributedSampler does that
-# arithmetic locally, so two real ranks can play replicas 0 and 1 of eight.
+# to split params["samples"] samples over params["replicas"] replicas;
+# DistributedSampler does that arithmetic locally, so two real ranks can play
+# replicas 0 and 1 of many.
 from torch.utils.data import DataLoader, DistributedSampler
 
-dataset = list(range(1003))
-sampler = DistributedSampler(dataset, num_replicas=8, rank=rank, shuffle=False)
-loader = DataLoader(dataset, batch_size=16, sampler=sampler,
+dataset = list(range(params["samples"]))
+sampler = DistributedSampler(dataset, num_replicas=params["replicas"], rank=rank, shuffle=False)
+loader = DataLoader(dataset, batch_size=params["batch"], sampler=sampler,
                     drop_last=params["loader_drop_last"])
 report("samples_per_rank", len(sampler))
 report("batches_per_epoch", len(loader))

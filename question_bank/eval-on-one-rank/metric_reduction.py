@@ -1,9 +1,12 @@
-# Each rank scored its own share of a validation set of unequal size:
-# rank 0 saw 10 samples (9 right), rank 1 saw 30 (15 right).
+# Each rank scored its own share of a validation set of unequal size
+# (by default rank 0 saw 10 samples, 9 right; rank 1 saw 30, 15 right).
 import torch
 import torch.distributed as dist
 
-seen, right = (10, 9) if rank == 0 else (30, 15)
+if rank == 0:
+    seen, right = params.get("seen0", 10), params.get("right0", 9)
+else:
+    seen, right = params.get("seen1", 30), params.get("right1", 15)
 report("local_accuracy", right / seen)  # what a rank-0-only print would show
 
 # Averaging the per-rank accuracies weights each rank equally.

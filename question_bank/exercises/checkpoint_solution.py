@@ -1,22 +1,16 @@
 import torch
 import torch.distributed as dist
-from torch import nn
-from torch.nn.parallel import DistributedDataParallel as DDP
 
-torch.manual_seed(0)
-model = nn.Linear(4, 2)
-ddp = DDP(model)
-opt = torch.optim.SGD(model.parameters(), lr=0.1)
-for step in range(5):
-    opt.zero_grad()
-    ddp(torch.full((3, 4), float(rank + step))).pow(2).mean().backward()
-    opt.step()
 
-path = "checkpoint.pt"
-if rank == 0:
-    torch.save({"model": model.state_dict(), "step": 5}, path)
-dist.barrier()  # nobody reads until rank 0 has finished writing
+def save_checkpoint(model, step, path):
+    """Write one checkpoint of `model` and `step` to `path` (called on every rank)."""
+    if dist.get_rank() == 0:  # the replicas are identical: one copy is enough
+        torch.save({"model": model.state_dict(), "step": step}, path)
+    dist.barrier()  # nobody reads until rank 0 has finished writing
 
-state = torch.load(path, map_location="cpu")
-model.load_state_dict(state["model"])
-resumed_step = state["step"]
+
+def load_checkpoint(model, path):
+    """Load the checkpoint at `path` into `model` and return its step (called on every rank)."""
+    state = torch.load(path, map_location="cpu")
+    model.load_state_dict(state["model"])
+    return state["step"]

@@ -1,3 +1,5 @@
+# The hooked gradients, raw (the app compares them with the reference solution's, bit for
+# bit), and DDP's gradients for the same model and batch, compared here.
 import torch as _torch
 from torch import nn as _nn
 from torch.nn.parallel import DistributedDataParallel as _DDP
@@ -27,6 +29,7 @@ _ddp = _DDP(_ref)
 _ddp(_x).sum().backward()
 
 _pairs = [(p.grad, q.grad) for p, q in zip(_mine.parameters(), _ref.parameters())]
+report("grads", [a if a is not None else "no gradient" for a, _ in _pairs])
 report("bitwise_equal_ddp", all(a is not None and _torch.equal(a, b) for a, b in _pairs))
 report("max_abs_diff", max(float((a - b).abs().max()) if a is not None else float("inf")
                            for a, b in _pairs))

@@ -1,9 +1,10 @@
+# The trained weights, raw: the app compares them with the reference solution's (which
+# synchronises once per step) and here with one process synchronising every micro-batch.
 import torch as _torch
-import torch.distributed as _dist
 from torch import nn as _nn
 
 
-def _reference():
+def _every_micro_batch():
     # One process, the same data: every rank's micro-batch i of a step, averaged over ranks.
     _torch.manual_seed(0)
     m = _nn.Linear(6, 1)
@@ -20,7 +21,5 @@ def _reference():
 
 
 _w = _torch.cat([p.detach().flatten() for p in model.parameters()])
-report("matches_reference", bool(_torch.allclose(_w, _reference(), atol=1e-5)))
-_all = [_torch.zeros_like(_w) for _ in range(world_size)]
-_dist.all_gather(_all, _w)
-report("weights_match", all(_torch.equal(_all[0], t) for t in _all))
+report("final_weights", _w)
+report("matches_every_micro_batch", bool((_w - _every_micro_batch()).abs().max() <= 1e-5))

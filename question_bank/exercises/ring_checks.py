@@ -1,5 +1,7 @@
-# Checks: the result against dist.all_reduce, and the bytes this rank put on the wire,
-# read from the kernel's TCP_INFO counters of this process's sockets around the call.
+# Checks: the result (raw, against the reference solution's ring in the app), that the
+# ring really sends and receives (the collectives your code called, counted by the
+# harness), and the bytes this rank put on the wire, read from the kernel's TCP_INFO
+# counters of this process's sockets around the call.
 import ctypes as _ctypes
 import os as _os
 import socket as _socket
@@ -9,6 +11,7 @@ import torch as _torch
 import torch.distributed as _dist
 
 _libc = _ctypes.CDLL(None, use_errno=True)
+_P2P = ("send", "recv", "isend", "irecv", "batch_isend_irecv")
 
 
 def _bytes_sent(fd):
@@ -35,19 +38,19 @@ def _sockets():
     return fds
 
 
+_small = _torch.randn(1200, generator=_torch.Generator().manual_seed(rank))  # divisible by 2, 3, 4
+_p2p_before = learner_calls(*_P2P)
+ring_all_reduce(_small)
+report("reduced", _small)
+report("used_send_recv", learner_calls(*_P2P) - _p2p_before >= 2 * (world_size - 1))
+
 _n = 1_200_000  # float32, 4.8 MB; divisible by 2, 3 and 4
-_g = _torch.Generator().manual_seed(rank)
-_mine = _torch.randn(_n, generator=_g)
-_expected = _mine.clone()
-_dist.all_reduce(_expected)
-ring_all_reduce(_torch.ones(12))  # warm-up: first use of each connection adds a little
+_mine = _torch.randn(_n, generator=_torch.Generator().manual_seed(100 + rank))
 _dist.barrier()
 _fds = _sockets()
 _before = sum(_bytes_sent(fd) or 0 for fd in _fds)
-_got = _mine.clone()
-ring_all_reduce(_got)
+ring_all_reduce(_mine)
 _dist.barrier()  # every send has been received, so it has left this rank
 _after = sum(_bytes_sent(fd) or 0 for fd in _fds)
 _dist.barrier()
-report("matches_all_reduce", bool(_torch.allclose(_got, _expected, rtol=1e-5, atol=1e-5)))
 report("sent_over_size", round((_after - _before) / (_n * 4), 3))

@@ -1,6 +1,7 @@
 # What ddp.join() adds to the collective schedule. Every Python-level all_reduce and
 # model broadcast is counted (gradient-bucket reductions run in C++ and are not).
-# mode "even": both ranks have 3 batches; "uneven": rank 1 has 2, so it joins early.
+# mode "even": both ranks have params["batches"] batches; "uneven": rank 1 has
+# params["rank1_batches"], so it joins early.
 import torch
 import torch.distributed as dist
 from torch import nn
@@ -25,7 +26,7 @@ counting("_broadcast_coalesced")
 torch.manual_seed(0)
 model = nn.Linear(2, 1, bias=False)
 ddp = DDP(model)
-batches = 2 if (params["mode"] == "uneven" and rank == 1) else 3
+batches = params["rank1_batches"] if (params["mode"] == "uneven" and rank == 1) else params["batches"]
 with ddp.join():
     for i in range(batches):
         ddp(torch.full((1, 2), float(i + 1))).sum().backward()

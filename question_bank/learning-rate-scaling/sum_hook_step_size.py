@@ -1,4 +1,4 @@
-# Four ranks with identical data, so every rank's local gradient is the same g.
+# Every rank has identical data, so every rank's local gradient is the same g.
 # Compare one SGD step through DDP with the step a single process would take.
 import torch
 import torch.distributed as dist
@@ -18,18 +18,20 @@ torch.manual_seed(0)
 model = nn.Linear(3, 1, bias=False)
 start = model.weight.detach().clone()
 
-# The single-process step with lr 0.1, for reference.
+# The single-process step with the job's old learning rate, for reference.
+base_lr = params["base_lr"]
 single(x).mean().backward()
-single_update = -0.1 * single.weight.grad
+single_update = -base_lr * single.weight.grad
 
 ddp = DDP(model)
 if params["hook"] == "sum":
     ddp.register_comm_hook(state=None, hook=sum_hook)
-opt = torch.optim.SGD(model.parameters(), lr=params["lr"])
+lr = base_lr / world_size if params["lr_choice"] == "divided_by_world_size" else base_lr
+opt = torch.optim.SGD(model.parameters(), lr=lr)
 ddp(x).mean().backward()
 opt.step()
 ddp_update = model.weight.detach() - start
 ratio = (ddp_update.norm() / single_update.norm()).item()
 report("update_ratio", round(ratio, 4))
 # The learning rate that would have made this update equal the single-process one.
-report("matching_lr", round(params["lr"] / ratio, 5))
+report("matching_lr", round(lr / ratio, 5))

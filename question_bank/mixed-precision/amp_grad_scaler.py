@@ -1,4 +1,4 @@
-# GradScaler with DDP on CPU. Rank 0's batch has one row, rank 1's three; the
+# GradScaler with DDP on CPU. Rank 0's batch has one row, rank 1's params["rows1"]; the
 # loss is a sum, so the local bias gradient equals the number of rows.
 import torch
 from torch import nn
@@ -10,7 +10,7 @@ ddp = DDP(model)
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
 scaler = torch.amp.GradScaler("cpu", init_scale=params["init_scale"])
 
-rows = 1 if rank == 0 else 3
+rows = 1 if rank == 0 else params["rows1"]
 with torch.autocast("cpu", dtype=torch.bfloat16):
     loss = ddp(torch.ones(rows, 4)).float().sum()
 scaler.scale(loss).backward()  # DDP all-reduces during this backward

@@ -8,7 +8,9 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 torch.manual_seed(0)
 model = nn.Linear(1, 1, bias=False)
 ddp = DDP(model)
-samples = {0: [2.0], 1: [4.0, 6.0, 8.0]}[rank]
+# By default rank 0's batch is [2] and rank 1's [4, 6, 8].
+first, gap = float(params.get("r1_first", 4)), float(params.get("r1_step", 2))
+samples = [float(params.get("r0_sample", 2))] if rank == 0 else [first, first + gap, first + 2 * gap]
 x = torch.tensor(samples).unsqueeze(1)
 out = ddp(x)
 if params["loss"] == "local_mean":

@@ -17,7 +17,7 @@ class TwoBranches(nn.Module):
 torch.manual_seed(0)
 model = TwoBranches()
 ddp = DDP(model, find_unused_parameters=True)
-ddp(torch.full((1, 1), 4.0), use_left=(rank == 0)).sum().backward()
+ddp(torch.full((1, 1), float(params["x"])), use_left=(rank == 0)).sum().backward()  # local grad = x
 report("left_grad", model.left.weight.grad)
 report("right_grad", model.right.weight.grad)
 report("left_grad_value", model.left.weight.grad.item())

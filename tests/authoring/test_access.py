@@ -25,6 +25,8 @@ from tests.authoring.helpers import create_question, csrf_of
 from tests.factories import Account, api_routes, login, parse
 
 STATE_CHANGING = {"POST", "PUT", "PATCH", "DELETE"}
+# The JSON API's author-only routes (item statistics): the same matrix, answered in JSON.
+AUTHOR_API = "/api/v1/stats"
 
 
 def _calls(dependant: Any) -> set[Any]:
@@ -59,9 +61,11 @@ def test_every_state_changing_route_outside_the_api_checks_csrf(app_client: Test
 def test_every_author_route_requires_an_author_and_every_admin_route_an_admin(
     app_client: TestClient,
 ) -> None:
-    author_routes = _routes(app_client.app, "/author")
+    author_routes = _routes(app_client.app, "/author", AUTHOR_API)
     admin_routes = _routes(app_client.app, "/admin")
-    assert len(author_routes) >= 15 and len(admin_routes) >= 7
+    assert len(author_routes) >= 17 and len(admin_routes) >= 7
+    assert {"/author/stats", "/author/stats/{slug}", f"{AUTHOR_API}/items",
+            f"{AUTHOR_API}/items/{{slug}}"} <= {p for _, p, _ in author_routes}
     for _, path, route in author_routes:
         assert require_author in _calls(route.dependant), path
     for _, path, route in admin_routes:
@@ -106,8 +110,9 @@ def test_the_access_matrix_over_every_author_and_admin_route(
     app_client: TestClient, new_client: Callable[..., TestClient], author_client: TestClient,
     admin_client: TestClient, world: dict[str, Any], make_user: Callable[..., Account],
 ) -> None:
-    routes = _routes(app_client.app, "/author", "/admin")
+    routes = _routes(app_client.app, "/author", "/admin", AUTHOR_API)
     assert ("GET", "/author/reports") in {(m, p) for m, p, _ in routes}
+    assert ("GET", f"{AUTHOR_API}/items/{{slug}}") in {(m, p) for m, p, _ in routes}
     anonymous = new_client()
     learner = new_client()
     learner.get("/")  # a learner: has the anonymous learner cookie, and a valid CSRF token
@@ -124,7 +129,10 @@ def test_the_access_matrix_over_every_author_and_admin_route(
         path = template.format(**world)
         for who, client in (("anonymous", anonymous), ("learner", learner)):
             r = _request(client, method, path, tokens.get(who))
-            if method == "GET":
+            if path.startswith("/api/"):
+                # The API is not a browser: no redirect to the login page, a 401 in JSON.
+                assert r.status_code == 401 and "detail" in r.json(), (who, method, path)
+            elif method == "GET":
                 assert r.status_code == 303, (who, method, path, r.status_code)
                 assert r.headers["location"].startswith("/login?next="), (who, path)
             else:
@@ -158,8 +166,9 @@ def test_an_author_cannot_touch_another_authors_or_an_imported_question(
     bob = new_client()
     assert login(bob, "bob").status_code == 303
     token = csrf_of(bob)
-    per_question = [(m, p) for m, p, _ in _routes(app_client.app, "/author") if "{slug}" in p]
-    assert len(per_question) >= 9
+    per_question = [(m, p) for m, p, _ in _routes(app_client.app, "/author", AUTHOR_API)
+                    if "{slug}" in p]
+    assert len(per_question) >= 11
     for slug in ("owned", "fixture-single"):  # alice's, and one from the bank import
         for method, template in per_question:
             path = template.format(**{**world, "slug": slug})

@@ -12,6 +12,7 @@ from datetime import timedelta
 
 import sqlalchemy as sa
 from fastapi.testclient import TestClient
+from fsrs.scheduler import DEFAULT_PARAMETERS
 from sqlalchemy import Engine, event
 from sqlalchemy.orm import Session, sessionmaker
 from typer.testing import CliRunner
@@ -24,7 +25,8 @@ from app.clock import FixedClock
 from app.progress import service as progress
 from app.questions import service as questions_service
 from app.quizzes.models import Quiz, QuizItem
-from app.quizzes.service import record_exercise_pass
+from app.quizzes.service import answer_question, record_exercise_pass
+from app.review.models import LearnerSchedule
 from tests.classes.helpers import add_assignment, csrf_of, join, join_path, make_class, post_form
 from tests.factories import FIXTURE, PASSWORD, T0, Account, answer, count, form_fields, login, parse, text
 
@@ -186,7 +188,8 @@ def test_the_heatmap_shows_each_members_dashboard_mastery(
     session_factory: sessionmaker[Session],
 ) -> None:
     """The SQL that sums recall for a whole class agrees with the dashboard's Python, topic by
-    topic, days after the answers (so the forgetting curve is in play), on both databases."""
+    topic, days after the answers (so the forgetting curve is in play), for a learner with the
+    default weights and one with fitted ones, on both databases."""
     class_id = make_class(instructor_client)
     path = join_path(instructor_client, class_id)
     make_user("omar", "learner")
@@ -200,6 +203,12 @@ def test_the_heatmap_shows_each_members_dashboard_mastery(
     clock.advance(timedelta(days=1, hours=5))
     answer(omar, "fixture-numeric", FIXTURE["fixture-numeric"]["right"])
     clock.advance(timedelta(days=3, hours=7))
+    # Lena's weights were fitted: a steeper forgetting curve of her own (FSRS-6's w20).
+    fitted = list(DEFAULT_PARAMETERS)
+    fitted[20] = 0.45
+    with session_factory.begin() as s:
+        lena_learner = s.query(ClassMember).filter_by(user_id=learner_account.id).one().learner_id
+        s.add(LearnerSchedule(learner_id=lena_learner, parameters=fitted, desired_retention=0.85))
     with session_factory() as s:
         topics, by_member = service.mastery_by_member(db_session=s, class_id=class_id, now=clock.now())
         members = {m.user_id: m for m in s.query(ClassMember).filter_by(class_id=class_id)}
@@ -375,8 +384,9 @@ def test_the_assignment_form_names_the_field_at_fault(
     assert r.status_code == 422 and "YYYY-MM-DDTHH:MM" in text(parse(r).select_one("#form-error"))
 
 
-def test_a_picked_variant_is_shown_as_it_renders(
-    instructor_client: TestClient, more_banks: None, clock: FixedClock,
+def test_a_picked_variant_is_shown_as_it_renders_pinned_in_the_quiz_and_alone_counts(
+    instructor_client: TestClient, learner_client: TestClient, learner_account: Account,
+    more_banks: None, clock: FixedClock, session_factory: sessionmaker[Session],
 ) -> None:
     class_id = make_class(instructor_client)
     page = parse(instructor_client.get(f"/classes/{class_id}/assignments/new"))
@@ -390,6 +400,24 @@ def test_a_picked_variant_is_shown_as_it_renders(
     item = text(detail.select_one("ol.assigned-questions li"))
     assert "Everyone gets variant 1 (world_size=2, tensor_mb=800)" in item
     assert "2 ranks all-reduce a 800 MB gradient buffer" in item
+
+    join(learner_client, join_path(instructor_client, class_id))
+    pseudonym = _pseudonym(session_factory, learner_account.id)
+    # An answer to another variant (variant 0: 2 ranks, 200 MB) is not the assignment's.
+    with session_factory.begin() as s:
+        member = s.query(ClassMember).one()
+        question = questions_service.published_question(db_session=s, slug="ring-send-volume")
+        assert question is not None
+        answer_question(db_session=s, learner_id=member.learner_id, question=question,
+                        raw_answer="200", token=None, variant=0, now=clock.now())
+    assert _cell(instructor_client, class_id, pseudonym) == "not started"
+    # The quiz started from the assignment asks the picked numbers, and its answer counts.
+    r = post_form(learner_client, f"/classes/{class_id}/me", "li[data-assignment] form")
+    quiz = parse(learner_client.get(r.headers["location"], follow_redirects=True))
+    assert "2 ranks all-reduce a 800 MB gradient buffer" in text(quiz.select_one(".prompt"))
+    action, hidden = form_fields(quiz, "form.answer-form")
+    learner_client.post(action, data={**hidden, "answer": "800"})
+    assert _cell(instructor_client, class_id, pseudonym) == "done 100%"
 
 
 def test_an_exercise_assignment_is_done_by_passing_the_exercises(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
@@ -159,3 +160,26 @@ def test_metrics_report_requests_by_route_and_the_queue(app_client: TestClient, 
                  "ddpdrill_workers_busy", "ddpdrill_workers_in_process", "ddpdrill_lease_reclaims"):
         assert f"# TYPE {name}" in body, name
     assert parse(app_client.get("/")).find("body") is not None
+
+
+def test_x_forwarded_for_is_believed_only_from_a_configured_proxy(server: Any) -> None:
+    """`ddpdrill serve` as users run it: a local client's X-Forwarded-For is not believed (it
+    would step around every per-address limit), unless DDPDRILL_FORWARDED_ALLOW_IPS names the
+    proxy. Seen through /metrics, which answers only loopback clients."""
+    import urllib.error
+    import urllib.request
+
+    def metrics_status(url: str, claimed: str) -> int:
+        req = urllib.request.Request(f"{url}/metrics", headers={"X-Forwarded-For": claimed})
+        try:
+            with urllib.request.urlopen(req, timeout=30) as response:
+                return int(response.status)
+        except urllib.error.HTTPError as exc:
+            return int(exc.code)
+
+    plain = server()
+    assert metrics_status(plain.url, "203.0.113.5") == 200  # the peer, 127.0.0.1, counts
+    plain.stop()
+    proxied = server(forwarded_allow_ips="127.0.0.1")
+    assert metrics_status(proxied.url, "203.0.113.5") == 403  # the proxy's word is believed
+    assert metrics_status(proxied.url, "127.0.0.1") == 200

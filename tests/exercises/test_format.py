@@ -8,6 +8,8 @@ from pathlib import Path
 import yaml
 
 from app.questions.bank import load_bank, write_bank
+from app.questions.schema import MIN_WRONG_SOLUTIONS
+from app.verify.engine.forbid import CHECKS_MARK
 from tests.exercises.conftest import EXERCISE_BANK
 
 
@@ -116,3 +118,79 @@ def test_bank_check_accepts_a_bank_with_exercises(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["bank", "check", str(both)])
     assert result.exit_code == 0, result.output
     assert "all valid" in result.output
+
+
+def test_every_bank_exercise_carries_known_wrong_solutions_that_are_mistakes_not_copies() -> None:
+    real = Path(__file__).resolve().parents[2] / "question_bank"
+    bank = load_bank(real)
+    assert bank.ok, bank.errors
+    for doc in (q for q in bank.questions if q.is_exercise):
+        ex = doc.exercise
+        assert ex is not None and len(ex.wrong) >= MIN_WRONG_SOLUTIONS, doc.slug
+        for w in ex.wrong:
+            assert w.code and w.why.strip(), (doc.slug, w.file)
+            compile(w.code, w.file, "exec")
+            assert w.code not in (ex.solution_code, doc.snippet_text), (doc.slug, w.file)
+    ring = next(q for q in bank.questions if q.slug == "ring-allreduce-send-recv")
+    assert ring.exercise is not None and "all_reduce" in ring.exercise.forbid
+
+
+def test_wrong_solutions_and_forbid_load_and_round_trip(tmp_path: Path) -> None:
+    bank_dir = _copy(tmp_path)
+    _edit(bank_dir, {"exercise": {"forbid": ["broadcast"], "wrong": [
+        {"file": "wrong_one.py", "why": "forgets the collective"}]}})
+    (bank_dir / "drills" / "wrong_one.py").write_text("def rank_total():\n    return rank + 1\n")
+    bank = load_bank(bank_dir)
+    assert bank.ok, bank.errors
+    (doc,) = bank.questions
+    assert doc.exercise is not None and doc.exercise.forbid == ["broadcast"]
+    (wrong,) = doc.exercise.wrong
+    assert wrong.code == "def rank_total():\n    return rank + 1\n"
+    out = tmp_path / "out"
+    write_bank(out, bank.questions, bank.topics)
+    written = yaml.safe_load((out / "drills" / "fixture-exercise.yaml").read_text())
+    assert written["exercise"]["wrong"] == [{"file": "wrong_one.py", "why": "forgets the collective"}]
+    assert load_bank(out).questions == bank.questions
+
+
+def test_bad_wrong_solutions_forbid_and_reference_checks_are_refused_naming_the_field(
+    tmp_path: Path,
+) -> None:
+    cases = [
+        ({"exercise": {"wrong": [{"file": "missing.py", "why": "x"}]}},
+         "exercise.wrong[0].file: file 'missing.py' not found"),
+        ({"exercise": {"wrong": [{"file": "solution.py", "why": "x"}]}},
+         "exercise.wrong[0].file"),
+        ({"exercise": {"forbid": ["all_reduse"]}}, "exercise.forbid"),
+    ]
+    for change, message in cases:
+        bank_dir = _copy(tmp_path / str(len(message)))
+        _edit(bank_dir, change)
+        assert any(message in m for m in _messages(bank_dir)), (change, _messages(bank_dir))
+    bank_dir = _copy(tmp_path / "ref")
+    path = bank_dir / "drills" / "fixture-exercise.yaml"
+    data = yaml.safe_load(path.read_text())
+    data["verify"]["expect"][0]["value"] = {"name": "total", "equals": 3, "reference": True}
+    path.write_text(yaml.safe_dump(data))
+    assert any("equals or reference" in m for m in _messages(bank_dir))
+    data["verify"]["expect"][0]["value"] = {"name": "total"}
+    path.write_text(yaml.safe_dump(data))
+    assert any("needs equals" in m for m in _messages(bank_dir))
+    (bank_dir / "drills" / "checks.py").write_text("report('x', 1)\n" + CHECKS_MARK)
+    data["verify"]["expect"][0]["value"] = {"name": "total", "reference": True}
+    path.write_text(yaml.safe_dump(data))
+    assert any("exercise.harness" in m and "marks where the checks start" in m
+               for m in _messages(bank_dir))
+
+
+def test_reference_checks_are_for_exercises_only(tmp_path: Path) -> None:
+    source = Path(__file__).resolve().parents[1] / "fixtures" / "bank"
+    bank = tmp_path / "bank"
+    shutil.copytree(source, bank)
+    path = bank / "basics" / "fixture-single.yaml"
+    data = yaml.safe_load(path.read_text())
+    value = next(e for e in data["verify"]["expect"] if "value" in e)["value"]
+    value.pop("equals")
+    value["reference"] = True
+    path.write_text(yaml.safe_dump(data))
+    assert any("reference" in m and "a question has none" in m for m in _messages(bank))

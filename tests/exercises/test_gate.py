@@ -8,12 +8,18 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
+import yaml
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 from typer.testing import CliRunner
 
+from app.accounts.models import User
+from app.accounts.service import create_user
+from app.authoring.service import PublishRefused, create_question, publish, publishable_revision
 from app.cli import app
 from app.db import session_scope
+from app.questions.bank import load_bank
 from app.questions.models import Question
 from app.settings import Settings
 from app.verify import gate, service
@@ -86,3 +92,80 @@ def test_a_starter_that_already_passes_every_check_blocks_the_gate(
         assert "starter passes every check" in g.reason()
         starter = next(c for c in g.combos if c.role == gate.ROLE_STARTER)
         assert starter.all_checks_pass and not starter.passed
+
+
+def _with_wrong(bank: Path, wrong: dict[str, str]) -> Path:
+    """The fixture exercise with these known-wrong solutions (file -> code) beside it."""
+    path = bank / "drills" / "fixture-exercise.yaml"
+    data = yaml.safe_load(path.read_text())
+    data["exercise"]["wrong"] = [{"file": name, "why": f"planted: {name}"} for name in wrong]
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    for name, code in wrong.items():
+        (bank / "drills" / name).write_text(code)
+    return bank
+
+
+ON_RANK_0_ONLY = SOLUTION.replace("return int(t.item())", "return int(t.item()) if rank == 0 else 0")
+
+
+def test_every_wrong_solution_runs_on_every_combination_and_must_fail_a_check(
+    cli_env: CliRunner, session_factory: sessionmaker[Session], tmp_path: Path
+) -> None:
+    import_folder(session_factory, _with_wrong(_bank(tmp_path), {
+        "wrong_rank0.py": ON_RANK_0_ONLY, "wrong_float.py": SOLUTION.replace(
+            "return int(t.item())", "return float(t.item())")}))
+    code, audit = _verify(cli_env)
+    assert code == 0 and audit["passed"] is True and audit["problems"] == []
+    wrong = [c for c in audit["combos"] if c["role"] == "wrong"]
+    assert sorted(c["wrong"]["file"] for c in wrong) == ["wrong_float.py", "wrong_rank0.py"]
+    # Each fails a check on its one combination: that is what the gate needs of it.
+    assert all(c["passed"] and not all(ch["passed"] for ch in c["checks"]) for c in wrong)
+
+
+def test_a_wrong_solution_that_passes_fails_bank_verify_naming_it(
+    cli_env: CliRunner, session_factory: sessionmaker[Session], tmp_path: Path
+) -> None:
+    import_folder(session_factory, _with_wrong(_bank(tmp_path), {
+        "wrong_rank0.py": ON_RANK_0_ONLY, "wrong_but_passes.py": SOLUTION + "# looks wrong\n"}))
+    code, audit = _verify(cli_env)
+    assert code != 0 and audit["passed"] is False
+    (problem,) = audit["problems"]
+    assert "wrong_but_passes.py" in problem and "planted: wrong_but_passes.py" in problem
+    table = cli_env.invoke(app, ["bank", "verify"], env={"COLUMNS": "500"})
+    assert table.exit_code != 0
+    assert "wrong_but_passes.py passes every check" in " ".join(table.stdout.split())
+    assert "wrong wrong_rank0.py (the wrong solution fails a check" in " ".join(
+        table.stdout.split())
+
+
+def test_a_wrong_solution_that_passes_blocks_publishing_naming_it(
+    session_factory: sessionmaker[Session], settings: Settings, tmp_path: Path
+) -> None:
+    bank = load_bank(_with_wrong(_bank(tmp_path), {"wrong_but_passes.py": SOLUTION + "#\n"}))
+    (doc,) = bank.questions
+    versions = service.engine_versions()
+    with session_scope(session_factory) as s:
+        author = create_user(db_session=s, username="author", password="a long password",
+                             role="author")
+        question = create_question(db_session=s, doc=doc.model_copy(update={"slug": "drill-2"}),
+                                   user=author)
+        draft = publishable_revision(db_session=s, question=question)
+        assert draft is not None
+        runs = gate.request_runs(db_session=s, revision=draft, versions=versions,
+                                 requested_by="test")
+        assert len(runs) == 3  # the reference, the starter and the wrong solution
+    worker = Worker(session_factory, settings)
+    while worker.run_once():
+        pass
+    with session_scope(session_factory) as s:
+        author = s.scalar(select(User).where(User.username == "author"))
+        question = s.scalar(select(Question).where(Question.slug == "drill-2"))
+        assert author is not None and question is not None
+        draft = publishable_revision(db_session=s, question=question)
+        assert draft is not None
+        g = gate.check(db_session=s, revision=draft, versions=versions)
+        assert g.complete and not g.passed
+        assert g.problems() == ["the wrong solution wrong_but_passes.py passes every check on "
+                                "every knob combination (planted: wrong_but_passes.py)"]
+        with pytest.raises(PublishRefused, match=r"wrong_but_passes\.py passes every check"):
+            publish(db_session=s, question=question, user=author, versions=versions)

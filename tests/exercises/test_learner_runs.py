@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -15,17 +15,16 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.db import session_scope
+from app.exercises.service import MAX_CODE_BYTES
 from app.main import create_app
 from app.quizzes.models import Attempt
 from app.review.models import ReviewCard
 from app.settings import Settings
 from app.verify import service
-from app.verify.exercise import MAX_CODE_BYTES
-from app.verify.models import PRIORITY_LEARNER_CODE, Run
+from app.verify.models import PRIORITY_PRIVATE, Run
 from app.verify.worker import Worker
 from tests.exercises.conftest import EXERCISE_BANK, SLUG, SOLUTION, STARTER
-from tests.factories import count, form_fields, import_folder, learner_id, parse, parse_fragment
-from tests.service.conftest import make_request
+from tests.factories import count, form_fields, import_folder, learner_id, make_request, parse, parse_fragment
 
 HX = {"HX-Request": "true"}
 SECRET = "SECRET-HIDDEN-LABEL"
@@ -104,7 +103,7 @@ def test_the_starter_fails_with_a_diagnosis_and_only_a_count_of_hidden_checks(
 
 def _run_ids(factory: sessionmaker[Session]) -> list[int]:
     with session_scope(factory) as s:
-        return list(s.scalars(select(Run.id).where(Run.priority == PRIORITY_LEARNER_CODE)
+        return list(s.scalars(select(Run.id).where(Run.priority == PRIORITY_PRIVATE)
                               .order_by(Run.id)))
 
 
@@ -226,7 +225,7 @@ def test_learner_code_is_claimed_only_after_every_shared_run(
         claimed = service.claim_run(db_session=s, worker_id="w", lease_seconds=30)
         assert claimed is not None and claimed.id == shared_id
         second = service.claim_run(db_session=s, worker_id="w", lease_seconds=30)
-        assert second is not None and second.priority == PRIORITY_LEARNER_CODE
+        assert second is not None and second.priority == PRIORITY_PRIVATE
 
 
 def test_an_exercise_is_never_a_quiz_item_and_its_question_url_leads_to_its_page(
@@ -264,3 +263,30 @@ def test_a_topic_of_exercises_links_to_their_pages_and_offers_no_quiz(ex_client:
     page = parse(ex_client.get("/topics/drills"))
     assert [a["href"] for a in page.select(".question-list a")] == [f"/exercises/{SLUG}"]
     assert page.select_one("form[action='/quizzes']") is None
+
+
+def test_thirty_submissions_from_one_address_fill_only_its_share_of_the_queue(
+    ex_client: TestClient, new_client: Callable[..., TestClient],
+    session_factory: sessionmaker[Session],
+    settings: Settings,
+) -> None:
+    """The attacker's burst: 30 spinning submissions, each from a fresh cookie, one address.
+    Past the address's share of the waiting queue they are refused (429 with Retry-After);
+    another address still gets in, and its run is claimed before the burst's second."""
+    spin = "while True:\n    pass\n"
+    statuses = []
+    for _ in range(30):
+        browser = new_client()
+        statuses.append(browser.post(f"/api/v1/exercises/{SLUG}/run", json={"code": spin}))
+    accepted = [r for r in statuses if r.status_code == 200]
+    refused = [r for r in statuses if r.status_code == 429]
+    assert len(accepted) == settings.private_queue_per_address
+    assert len(refused) == 30 - settings.private_queue_per_address
+    assert refused[0].headers["retry-after"] and "from your network" in refused[0].json()["detail"]
+    other = TestClient(ex_client.app, client=("10.9.9.9", 5000))
+    mine = other.post(f"/api/v1/exercises/{SLUG}/run", json={"code": SOLUTION}).json()
+    with session_scope(session_factory) as s:
+        first = service.claim_run(db_session=s, worker_id="w1", lease_seconds=60)
+        second = service.claim_run(db_session=s, worker_id="w2", lease_seconds=60)
+        assert first is not None and second is not None
+        assert second.id in mine["run_ids"]  # not the burst's second run

@@ -15,12 +15,17 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.db import session_scope
+from app.questions.bank import load_bank
+from app.questions.models import QuestionRevision
+from app.questions.service import import_bank, revision_doc
 from app.settings import Settings
+from app.verify import service
 from app.verify.audit import queue_published
-from app.verify.models import PRIORITY_LEARNER_CODE, Run
+from app.verify.models import PRIORITY_PRIVATE, Run
 from app.verify.worker import Worker
-from tests.exercises.conftest import SLUG, SOLUTION
-from tests.factories import PASSWORD, Account, login, parse, post_account_form
+from tests.authoring.helpers import create_question, editor_data, htmx
+from tests.exercises.conftest import SLUG, SOLUTION, STARTER
+from tests.factories import FIXTURE_BANK, PASSWORD, Account, login, make_request, parse, post_account_form
 
 ROUTES = ("/runs/{id}", "/api/v1/runs/{id}")
 
@@ -73,8 +78,78 @@ def test_a_learners_own_exercise_run_is_theirs_alone_and_never_shows_the_checks(
     assert "the exercise's checks" not in shown.get_text()
     with session_scope(session_factory) as s:
         run = s.get(Run, run_id)
-        assert run is not None and run.priority == PRIORITY_LEARNER_CODE
+        assert run is not None and run.priority == PRIORITY_PRIVATE
         checks = run.snippet_text.rsplit("# ---- the exercise's checks ----", 1)[1]
     for line in (ln.strip() for ln in checks.splitlines()):
         if len(line) > 12:
             assert line not in shown.get_text()
+
+
+def test_every_kind_of_run_for_every_role(
+    ex_client: TestClient, session_factory: sessionmaker[Session],
+    new_client: Callable[..., TestClient], make_user: Callable[..., Account],
+) -> None:
+    """The whole matrix: published question, unpublished draft, an exercise's reference,
+    starter and wrong solutions, a learner's own code, an author's own Run now; as an
+    anonymous browser, the learner who owns the code, another learner, a learner account,
+    an author and an admin."""
+    with session_factory.begin() as s:  # the plain fixture bank beside the exercise
+        import_bank(db_session=s, bank=load_bank(FIXTURE_BANK), retire_missing=False)
+    queue_published(session_factory)
+    owner, stranger = new_client(), new_client()
+    started = owner.post(f"/api/v1/exercises/{SLUG}/run", json={"code": SOLUTION})
+    assert started.status_code == 200, started.text
+    mine = started.json()["run_ids"][0]
+    account = new_client()
+    post_account_form(account, "/signup", "form.signup-form", "lena", PASSWORD)
+    make_user("alice", "author")
+    make_user("root", "admin")
+    author, admin = new_client(), new_client()
+    assert login(author, "alice").status_code == 303 and login(admin, "root").status_code == 303
+    # An author's own Run now: a private run of theirs.
+    create_question(author, "own-draft")
+    page = parse(author.get("/author/questions/own-draft"))
+    ran = author.post("/author/run", data=editor_data(page, snippet="report('own', 1)\n"),
+                      headers=htmx(page))
+    assert ran.status_code == 200, ran.text
+    with session_scope(session_factory) as s:
+        kinds: dict[str, int] = {}
+        for run in s.scalars(select(Run)):
+            revision = s.get(QuestionRevision, run.question_revision_id) if run.question_revision_id else None
+            if run.requested_by == "author:" + str(_user_id(s, "alice")):
+                kinds["author's own"] = run.id
+            elif run.priority == PRIORITY_PRIVATE:
+                kinds["learner's own"] = run.id
+            elif revision is not None and revision_doc(revision).is_exercise:
+                text = run.snippet_text
+                role = ("reference" if SOLUTION in text else
+                        "starter" if STARTER in text else "wrong solution")
+                kinds[f"exercise {role}"] = run.id
+            else:
+                kinds["published question"] = run.id
+        draft = service.request_run(db_session=s, req=make_request("# a draft\nreport('d', 1)"))[0]
+        kinds["unpublished draft"] = draft.id
+    assert kinds["learner's own"] == mine
+    assert {"author's own", "exercise reference", "exercise starter", "published question"} <= set(kinds)
+    sees = {
+        "anonymous": {"published question"},
+        "owner": {"published question", "learner's own"},
+        "another learner": {"published question"},
+        "learner account": {"published question"},
+        "author": set(kinds),
+        "admin": set(kinds),
+    }
+    clients = {"anonymous": new_client(), "owner": owner, "another learner": stranger,
+               "learner account": account, "author": author, "admin": admin}
+    for who, client in clients.items():
+        for kind, run_id in kinds.items():
+            want = [200, 200] if kind in sees[who] else [404, 404]
+            assert _reachable(client, run_id) == want, (who, kind)
+
+
+def _user_id(s: Session, username: str) -> int:
+    from app.accounts.models import User
+
+    user = s.scalar(select(User).where(User.username == username))
+    assert user is not None
+    return user.id

@@ -191,7 +191,8 @@ def test_an_omitted_equals_elsewhere_is_still_required(tmp_path: Path) -> None:
                  verify={"snippet": "s.py", "expect": [
                      {"label": "m", "is_answer": True, "value": {"name": "x"}}]})
     error = one_error(tmp_path, plain, "report('x', 1)\n")
-    assert (error.field, error.message) == ("verify.expect[0].value.equals", "Field required")
+    assert (error.field, error.message) == (
+        "verify.expect[0].value.equals", "a value check needs equals (or, in an exercise, reference: true)")
     not_answer = with_(COMPUTED, verify={"snippet": "s.py", "expect": [
         {"label": "m", "is_answer": True, "value": {"name": "x"}},
         {"label": "n", "value": {"name": "y"}}]})

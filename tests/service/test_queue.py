@@ -19,7 +19,7 @@ from app.settings import Settings
 from app.verify import service
 from app.verify.models import RUN_DONE, RUN_FAILED, RUN_QUEUED, RUN_RUNNING, Run
 from app.verify.worker import Worker
-from tests.service.conftest import enqueue, make_request, run_status, wait_for
+from tests.factories import enqueue, make_request, run_status, wait_for
 
 COUNTING_SNIPPET = """
 import os

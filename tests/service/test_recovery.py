@@ -14,7 +14,7 @@ from app.db import session_scope
 from app.settings import Settings
 from app.verify.models import RUN_DONE, RUN_RUNNING, Run
 from app.verify.worker import Worker, WorkerPool
-from tests.service.conftest import enqueue, make_request, run_status, wait_for
+from tests.factories import enqueue, make_request, run_status, wait_for
 
 RUN_SECONDS = 2.0
 

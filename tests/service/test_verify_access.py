@@ -16,8 +16,7 @@ from app.questions.schema import VerifyBlock
 from app.questions.service import add_revision, revision_doc
 from app.settings import Settings
 from app.verify.models import Run
-from tests.factories import form_fields, parse, start_quiz
-from tests.service.conftest import enqueue, make_request
+from tests.factories import enqueue, form_fields, make_request, parse, start_quiz
 
 HX = {"HX-Request": "true"}
 

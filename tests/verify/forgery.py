@@ -19,6 +19,8 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     "started": {"pid": 7},
     "group_ready": {},
     "snippet_start": {},
+    "checks_start": {},
+    "checks_done": {},
     "snippet_end": {"sent_total": 832},
     "events_truncated": {},
     "setup_error": {"type": "RuntimeError", "message": "no", "line": None, "traceback": "tb"},

@@ -77,8 +77,9 @@ def _check(result: RunResult, malformed: int) -> None:
     marks = events(result, 1, "malformed_event")
     assert len(marks) == 1 and marks[0]["count"] == malformed
     assert result.diagnosis.startswith("Rank 1 failed first: MalformedEvent: the rank sent a malformed")
-    # The honest events after the forgery are still there: the second all-reduce ends.
-    assert [e["op"] for e in events(result, 1, "collective_end")] == ["all_reduce", "all_reduce"]
+    # The honest events after the forgery are still there: the second all-reduce ends. (A
+    # random line can happen to be a well-formed collective_end too, so: at least two.)
+    assert [e["op"] for e in events(result, 1, "collective_end")].count("all_reduce") >= 2
 
 
 def test_the_issues_forged_bucket_event_makes_that_rank_an_error_not_an_engine_failure(run: Run) -> None:

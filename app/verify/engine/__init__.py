@@ -52,7 +52,9 @@ __all__ = [
 # 7: collectives that reach c10d without torch.distributed's Python functions (functional
 #    collectives of DTensor/TP/FSDP2, *_single, ProcessGroup methods) are recorded.
 # 8: pipeline stages' forward and backward per micro-batch (stage_* events, `pipeline`).
-HARNESS_VERSION = "8"
+# 9: exercise runs execute the learner's code and the checks apart (forbid.split), with
+#    checks_start/checks_done and sequence-numbered events; ranks run at the caller's nice.
+HARNESS_VERSION = "9"
 MIN_WORLD_SIZE = 1
 MAX_WORLD_SIZE = 8
 # Snippets are short programs; anything larger is a mistake.

@@ -51,6 +51,9 @@ class _Event(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
     t: Count
+    # The harness's own number of the line (0, 1, 2, ...): in an exercise run a break in it
+    # is tampering (runner._Rank._sequence).
+    n: Count | None = None
 
 
 class Started(_Event):
@@ -64,6 +67,16 @@ class GroupReady(_Event):
 
 class SnippetStart(_Event):
     kind: Literal["snippet_start"]
+    # True on an exercise run: the learner's code, then the checks apart.
+    checks: bool | None = None
+
+
+class ChecksStart(_Event):
+    kind: Literal["checks_start"]
+
+
+class ChecksDone(_Event):
+    kind: Literal["checks_done"]
 
 
 class SnippetEnd(_Event):
@@ -91,6 +104,8 @@ class ExceptionEvent(_Event):
     traceback: str
     sent_total: Count
     exit_code: Int | None = None
+    # In an exercise run: whose code raised ("learner" or "checks").
+    phase: Literal["learner", "checks"] | None = None
 
 
 def _too_deep(value: Any, room: int) -> bool:
@@ -109,6 +124,8 @@ class Report(_Event):
     name: Annotated[str, Field(min_length=1)]
     value: Any
     iteration: Iteration
+    # "learner": reported by the learner's code in an exercise run (no check reads it).
+    source: Literal["learner", "checks"] | None = None
 
     @field_validator("value")
     @classmethod
@@ -120,7 +137,8 @@ class Report(_Event):
 
 class Note(_Event):
     kind: Literal["note"]
-    ddp: Count
+    # The DDP model it is about; none for a note of the exercise harness.
+    ddp: Count | None = None
     text: str
 
 
@@ -268,7 +286,8 @@ class StageBackwardEnd(_Event):
 SCHEMAS: dict[str, type[_Event]] = {
     get_args(model.model_fields["kind"].annotation)[0]: model
     for model in (
-        Started, GroupReady, SnippetStart, SnippetEnd, EventsTruncated, SetupError, ExceptionEvent,
+        Started, GroupReady, SnippetStart, ChecksStart, ChecksDone, SnippetEnd, EventsTruncated,
+        SetupError, ExceptionEvent,
         Report, Note, CollectiveStart, CollectiveEnd, DdpInit, DdpForwardStart, DdpForwardEnd,
         GradReady, DdpBackwardEnd, BucketReduceStart, BucketReduceEnd, JoinStart, JoinEnd,
         StageForwardStart, StageForwardEnd, StageBackwardStart, StageBackwardEnd,

@@ -31,6 +31,9 @@ class Limits:
     processes: int = 128
     # The run's scratch folder (a tmpfs; sandboxed runs only).
     scratch_bytes: int = 64 * 1024**2
+    # Scheduling niceness of every rank (0 normal, 19 lowest). The caller lowers learners'
+    # own code so that a spinning submission cannot slow the bank's runs or another's.
+    nice: int = 0
 
     def __post_init__(self) -> None:
         if not (0 < self.timeout_s <= MAX_TIMEOUT_S) or math.isnan(self.timeout_s):
@@ -46,6 +49,8 @@ class Limits:
             raise ValueError(f"processes must be at least {MIN_PROCESSES}: eight ranks need that many")
         if self.scratch_bytes < 64 * 1024:
             raise ValueError("scratch_bytes must be at least 65536")
+        if not 0 <= self.nice <= 19:
+            raise ValueError("nice must be between 0 and 19")
 
     @classmethod
     def from_settings(cls, settings: Any) -> Limits:
@@ -73,4 +78,5 @@ class Limits:
             "output_bytes": self.output_bytes,
             "processes": self.processes,
             "scratch_bytes": self.scratch_bytes,
+            "nice": self.nice,
         }

@@ -59,6 +59,11 @@ class RankResult(_Model):
     cpu_ms: float | None = None
     max_rss_bytes: int | None = None
     stack: str | None = Field(None, description="Python stack when the run stopped this rank.")
+    learner_values: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Exercise runs: what the learner's own code reported; no check reads it.")
+    checks_done: bool | None = Field(
+        None, description="Exercise runs: whether this rank ran the checks to the end.")
 
 
 class BucketRecord(_Model):
@@ -123,6 +128,14 @@ class RunResult(_Model):
                                          description="Per rank that ran pipeline stages.")
     leftover_processes: int = Field(0, description="Processes still alive after the ranks, killed.")
     timings: dict[str, float] = Field(default_factory=dict)
+    checks_finished: bool | None = Field(
+        None, description="Exercise runs: every rank ran the checks to the end, untampered; "
+                          "null for a snippet without checks.")
+    checks_problem: str | None = Field(
+        None, description="Exercise runs: why the checks did not finish, in the learner's terms.")
+    tampered: str | None = Field(
+        None, description="Exercise runs: why the event channel looks forged (events after "
+                          "checks_done, out of sequence, or not the harness's).")
 
     def rank(self, rank: int) -> RankResult:
         return self.ranks[rank]

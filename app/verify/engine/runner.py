@@ -16,6 +16,7 @@ import contextlib
 import fcntl
 import json
 import os
+import re
 import selectors
 import signal
 import socket
@@ -44,9 +45,12 @@ START_WAIT_S = 15.0
 STOP_GRACE_S = 5.0
 # After the leader is done, how long to drain what the pipes still hold.
 DRAIN_S = 2.0
-# Per rank: event bytes and events kept.
+# Per rank: event bytes and events kept. Past MAX_EVENTS only the events that decide an
+# exercise's verdict are kept (the checks' reports and how the rank ended).
 MAX_EVENT_BYTES = 16 * 2**20
 MAX_EVENTS = 50_000
+_ESSENTIAL = frozenset({"report", "exception", "snippet_end", "checks_start", "checks_done",
+                        "setup_error", "events_truncated"})
 READ_CHUNK = 65536
 _UCRED = struct.Struct("iII")  # struct ucred: pid, uid, gid
 # Output pipes are widened to this (Linux's default pipe-max-size): a flooding
@@ -96,25 +100,68 @@ class _Rank:
     malformed: int = 0
     partial: bytes = b""
     exit: dict[str, Any] | None = None
+    # An exercise run (its snippet_start says so): the stream is checked for forgery.
+    exercise: bool = False
+    snippet_started: bool = False
+    checks_done: bool = False
+    # The harness numbers its events 0, 1, 2, ... (`n`); the next one expected.
+    next_n: int = 0
+    # Lines the runner could not read in order: a gap is then no evidence.
+    unread: bool = False
+    tampered: str | None = None
 
     def feed_events(self, chunk: bytes) -> None:
         *lines, self.partial = (self.partial + chunk).split(b"\n")
         if len(self.partial) > MAX_EVENT_BYTES:
             self.partial = b""
             self.dropped += 1
+            self.unread = True
         for line in lines:
             self.event_bytes += len(line)
-            if self.event_bytes > MAX_EVENT_BYTES or len(self.events) >= MAX_EVENTS:
+            if self.event_bytes > MAX_EVENT_BYTES:
                 self.dropped += 1
+                self.unread = True
                 continue
             try:
-                self.events.append(parse_event(line))
+                event = parse_event(line)
             except MalformedEvent as exc:
                 # The harness writes only well-formed events: the snippet wrote this one.
                 self.malformed += 1
+                self._suspect("a line on the event channel that the harness did not write")
                 if self.malformed == 1:
                     self.events.append({"kind": "malformed_event", "t": time.monotonic_ns(),
                                         "detail": str(exc)})
+                continue
+            self._sequence(event)
+            if len(self.events) >= MAX_EVENTS and event["kind"] not in _ESSENTIAL:
+                self.dropped += 1
+                continue
+            self.events.append(event)
+
+    def _sequence(self, event: dict[str, Any]) -> None:
+        """Track the harness's numbering; in an exercise run, a break in it is tampering."""
+        kind = event["kind"]
+        if kind == "snippet_start" and not self.snippet_started:
+            # The first one is the harness's: learner code has not run yet.
+            self.snippet_started = True
+            self.exercise = event.get("checks") is True
+        n = event.get("n")
+        if self.checks_done:
+            self._suspect(f"a {kind!r} event after the checks had finished")
+        if not isinstance(n, int) or isinstance(n, bool):
+            self._suspect(f"a {kind!r} event without the harness's sequence number")
+        elif n < self.next_n or (n > self.next_n and not self.unread):
+            self._suspect(f"a {kind!r} event out of sequence (number {n}, expected "
+                          f"{self.next_n})")
+            self.next_n = max(self.next_n, n + 1)
+        else:
+            self.next_n = n + 1
+        if kind == "checks_done" and self.exercise:
+            self.checks_done = True
+
+    def _suspect(self, why: str) -> None:
+        if self.exercise and self.tampered is None:
+            self.tampered = why
 
 
 def run(pool: Pool, *, code: str, world_size: int, params: dict[str, Any], limits: Limits,
@@ -323,15 +370,18 @@ def _assemble(watch: _Watch, ranks: list[_Rank], *, t0: int, wall_ms: float, cod
     for r in ranks:
         events: list[dict[str, Any]] = []
         values: dict[str, Any] = {}
+        learner_values: dict[str, Any] = {}
         error: RankError | None = None
         malformed: dict[str, Any] | None = None
         sent = 0
         for raw in r.events:
             kind = raw["kind"]
             event = {"t_ms": _ms(raw["t"], t0), "kind": kind}
-            event.update((k, v) for k, v in raw.items() if k not in ("t", "kind"))
+            event.update((k, v) for k, v in raw.items() if k not in ("t", "kind", "n"))
             if kind == "report" and isinstance(event.get("name"), str):
-                values[event["name"]] = event.pop("value", None)
+                # In an exercise run only the checks' reports are measurements.
+                learner = r.exercise and event.get("source") != "checks"
+                (learner_values if learner else values)[event["name"]] = event.pop("value", None)
             elif kind == "exception":
                 error = RankError(type=str(event.get("type", "Exception")),
                                   message=str(event.get("message", "")),
@@ -372,6 +422,7 @@ def _assemble(watch: _Watch, ranks: list[_Rank], *, t0: int, wall_ms: float, cod
             events=events, stdout=r.stdout.text(), stderr=r.stderr.text(),
             stdout_bytes=r.stdout.total, stderr_bytes=r.stderr.total, bytes_sent=sent,
             cpu_ms=cpu_ms, max_rss_bytes=max_rss, stack=stack,
+            learner_values=learner_values, checks_done=r.checks_done if r.exercise else None,
         ))
     if not any_started:
         if watch.stop_reason == "timeout":
@@ -387,6 +438,15 @@ def _assemble(watch: _Watch, ranks: list[_Rank], *, t0: int, wall_ms: float, cod
     diagnosis = diagnose(results, facts, code)
     for rr in results:
         rr.blocked_in = diagnosis.blocked.get(rr.rank)
+    exercise = any(r.exercise for r in ranks)
+    checks_problem = _checks_problem(ranks, results, watch.stop_reason) if exercise else None
+    tampered = "; ".join(f"rank {r.rank}: {r.tampered}" for r in ranks if r.tampered) or None
+    text = diagnosis.text
+    if tampered:
+        text += ("\nThe run's event channel was tampered with "
+                 f"({tampered}): it fails every check, and its authors are told.")
+    elif checks_problem:
+        text += f"\nThe exercise's checks did not finish: {checks_problem}."
     ready = [e["t_ms"] for rr in results for e in rr.events if e["kind"] == "group_ready"]
     timings = {"wall_ms": round(wall_ms, 3)}
     if ready:
@@ -395,12 +455,55 @@ def _assemble(watch: _Watch, ranks: list[_Rank], *, t0: int, wall_ms: float, cod
     if cpu:
         timings["cpu_ms"] = round(sum(cpu), 3)
     return RunResult(
-        outcome=diagnosis.outcome, diagnosis=diagnosis.text, limit=diagnosis.limit,
+        outcome=diagnosis.outcome, diagnosis=text, limit=diagnosis.limit,
         world_size=world_size, params=params, torch_version=torch_version,
         harness_version=harness_version, limits=limits.as_dict(), ranks=results,
         buckets=bucket_records(results), pipeline=pipeline_lanes(results),
         leftover_processes=leftovers, timings=timings,
+        checks_finished=(checks_problem is None and not tampered) if exercise else None,
+        checks_problem=checks_problem, tampered=tampered,
     )
+
+
+def _checks_problem(ranks: list[_Rank], results: list[RankResult],
+                    stop_reason: str | None) -> str | None:
+    """Why an exercise run's checks did not finish, in the learner's terms: the rank whose
+    code ended first (a peer's "connection closed" is only the echo of it)."""
+    ended: list[tuple[int, int, str]] = []
+    for r, rr in zip(ranks, results, strict=True):
+        if r.checks_done:
+            continue
+        event = next((e for e in reversed(r.events) if e["kind"] == "exception"), None)
+        if event is not None:
+            ended.append((0, int(event["t"]), _ended_how(r.rank, event)))
+        elif rr.exit_code is None or (r.exit is not None and r.exit.get("killed")):
+            how = "at the time limit" if stop_reason == "timeout" else "by the engine"
+            ended.append((1, 0, f"rank {r.rank} was stopped {how} before its checks finished"))
+        elif rr.signal:
+            ended.append((1, 0, f"rank {r.rank} was killed by {rr.signal} before its checks "
+                                "finished"))
+        else:
+            ended.append((1, 0, f"rank {r.rank} exited (status {rr.exit_code}) before its "
+                                "checks finished"))
+    return min(ended)[2] if ended else None
+
+
+def _ended_how(rank: int, event: dict[str, Any]) -> str:
+    what = str(event.get("type", "an exception")).rsplit(".", 1)[-1]
+    line = event.get("line")
+    at = f" at line {line}" if isinstance(line, int) and not isinstance(line, bool) else ""
+    lines = str(event.get("message", "")).strip().splitlines()
+    # gloo prefixes its errors with the C++ source location: drop it (as the diagnosis does).
+    message = re.sub(r"^\[[^\]]*\.(cc|cpp|h):\d+\]\s*", "", lines[0])[:300] if lines else ""
+    # ... and its advice ("This is typically caused by ..."): keep the first sentence.
+    cut = message.find(". This is typically")
+    message = message[:cut + 1] if cut != -1 else message
+    said = f": {message}" if message else ""
+    if event.get("phase") == "learner":
+        return f"rank {rank}: your code ended before the checks ran: {what}{at}{said}"
+    if what == "SystemExit":
+        return f"rank {rank}: your code ended the run while the checks ran: {what}{at}{said}"
+    return f"rank {rank}: the checks could not finish: {what}{at}{said}"
 
 
 def bucket_records(ranks: list[RankResult]) -> list[BucketRecord]:

@@ -16,9 +16,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from app.verify.engine.forbid import SNIPPET_FILE
 from app.verify.engine.probes.sockets import GlooSockets
-
-SNIPPET_FILE = "snippet.py"
 
 Emit = Callable[..., None]
 

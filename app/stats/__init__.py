@@ -1,0 +1,1 @@
+"""Item statistics: how each question revision performs, for authors."""

@@ -1,0 +1,15 @@
+import torch.nn.functional as F
+
+
+def accumulate(ddp, micro_batches):
+    """Forward and backward over one accumulation window on this rank.
+
+    `micro_batches` is a list of (x, y) pairs of the same size. Afterwards every parameter's
+    .grad must hold the gradient of the mean squared error over all of the window's samples
+    on all ranks: what one backward over all of them at once would give.
+    """
+    k = len(micro_batches)
+    with ddp.no_sync():
+        for x, y in micro_batches:
+            loss = F.mse_loss(ddp(x), y) / k
+            loss.backward()

@@ -1,0 +1,24 @@
+import torch
+import torch.distributed as dist
+from torch import nn
+
+torch.manual_seed(rank)  # per-rank seed: augmentation and dropout should differ by rank
+model = nn.Linear(4, 2)
+with torch.no_grad():
+    for t in model.state_dict().values():
+        dist.broadcast(t, src=dist.get_world_size() - 1)
+initial = [p.detach().clone() for p in model.parameters()]
+
+
+def sync_gradients(model):
+    for p in model.parameters():
+        dist.all_reduce(p.grad)
+        p.grad /= dist.get_world_size()
+
+
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for step in range(3):
+    opt.zero_grad()
+    model(torch.randn(5, 4)).pow(2).mean().backward()
+    sync_gradients(model)
+    opt.step()

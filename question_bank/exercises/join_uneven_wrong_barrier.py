@@ -1,0 +1,19 @@
+# Rank 0 has three batches, rank 1 has two.
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+torch.manual_seed(0)
+model = nn.Linear(4, 1)
+ddp = DDP(model)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+batches = [torch.full((2, 4), float(rank + i + 1)) for i in range(3 if rank == 0 else 2)]
+
+steps = 0
+for x in batches:
+    opt.zero_grad()
+    ddp(x).sum().backward()
+    opt.step()
+    steps += 1
+dist.barrier()  # wait for the ranks that still have batches

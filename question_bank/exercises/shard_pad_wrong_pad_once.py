@@ -1,0 +1,16 @@
+import math
+
+import torch
+
+
+def shard_indices(n, rank, world_size, shuffle=False, seed=0, epoch=0):
+    if shuffle:
+        g = torch.Generator()
+        g.manual_seed(seed + epoch)  # the same permutation on every rank, a new one each epoch
+        order = torch.randperm(n, generator=g).tolist()
+    else:
+        order = list(range(n))
+    per_rank = math.ceil(n / world_size)
+    total = per_rank * world_size
+    order = order + order[:total - n]  # one wrap-around, assumed to be enough
+    return order[rank:total:world_size]

@@ -1,0 +1,30 @@
+import torch
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+class TwoHeads(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Linear(4, 4)
+        self.main = nn.Linear(4, 1)
+        self.aux = nn.Linear(4, 1)
+
+    def forward(self, x, use_aux):
+        h = torch.relu(self.body(x))
+        out = self.main(h)
+        return out + self.aux(h) if use_aux else out
+
+
+torch.manual_seed(0)
+model = TwoHeads()
+ddp = DDP(model)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+steps = 0
+for step in range(4):
+    opt.zero_grad()
+    use_aux = step % 2 == 1
+    net = model if not use_aux else ddp  # the plain module on steps DDP cannot handle
+    net(torch.full((2, 4), float(rank + step + 1)), use_aux=use_aux).sum().backward()
+    opt.step()
+    steps += 1

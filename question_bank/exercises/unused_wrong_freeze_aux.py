@@ -1,0 +1,29 @@
+import torch
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+class TwoHeads(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Linear(4, 4)
+        self.main = nn.Linear(4, 1)
+        self.aux = nn.Linear(4, 1)
+
+    def forward(self, x, use_aux):
+        h = torch.relu(self.body(x))
+        out = self.main(h)
+        return out + self.aux(h) if use_aux else out
+
+
+torch.manual_seed(0)
+model = TwoHeads()
+model.aux.requires_grad_(False)  # DDP then expects no gradient from it
+ddp = DDP(model)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+steps = 0
+for step in range(4):
+    opt.zero_grad()
+    ddp(torch.full((2, 4), float(rank + step + 1)), use_aux=step % 2 == 1).sum().backward()
+    opt.step()
+    steps += 1

@@ -1,0 +1,23 @@
+import torch
+import torch.distributed as dist
+
+
+class ShardedMomentumSGD:
+    def __init__(self, flat_param, lr=0.1, momentum=0.9):
+        self.param = flat_param
+        self.lr = lr
+        self.momentum = momentum
+        self.n = dist.get_world_size()
+        self.size = flat_param.numel() // self.n
+        self.lo = dist.get_rank() * self.size
+        self.buf = torch.zeros(self.size, dtype=flat_param.dtype)
+
+    def step(self, flat_grad):
+        # All-reduce the whole gradient, then keep one slice of it.
+        grad = flat_grad.clone()
+        dist.all_reduce(grad)
+        grad = grad[self.lo:self.lo + self.size] / self.n
+        self.buf.mul_(self.momentum).add_(grad)
+        mine = self.param[self.lo:self.lo + self.size]
+        mine.sub_(self.lr * self.buf)
+        dist.all_gather_into_tensor(self.param, mine.clone())

@@ -1,0 +1,24 @@
+import torch
+import torch.distributed as dist
+
+
+class ShardedMomentumSGD:
+    def __init__(self, flat_param, lr=0.1, momentum=0.9):
+        self.param = flat_param
+        self.lr = lr
+        self.momentum = momentum
+        self.n = dist.get_world_size()
+        self.size = flat_param.numel() // self.n
+        self.lo = dist.get_rank() * self.size
+        self.buf = torch.zeros(self.size, dtype=flat_param.dtype)
+
+    def step(self, flat_grad):
+        grad = torch.empty(self.size, dtype=flat_grad.dtype)
+        dist.reduce_scatter_tensor(grad, flat_grad.contiguous())
+        grad /= self.n
+        self.buf.mul_(self.momentum).add_(grad)
+        # "Gather" by zeroing the other slices and summing the whole vector over ranks.
+        full = torch.zeros_like(self.param)
+        full[self.lo:self.lo + self.size] = self.param[self.lo:self.lo + self.size] - self.lr * self.buf
+        dist.all_reduce(full)
+        self.param.copy_(full)
