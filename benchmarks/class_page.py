@@ -3,8 +3,9 @@ PostgreSQL.
 
 Builds a generated bank of 40 topics of 5 questions, and a class of 200 learner accounts, each
 with FSRS review cards on half the bank (reviewed a few times over the past 60 days) and 150
-attempts over the same days; the class has 8 assignments (six fixed quizzes of 5 questions,
-a topic quiz, and a mock interview that half the class sat). Then starts `ddpdrill serve` (no
+attempts over the same days, a tenth of them with FSRS weights fitted to them; the class has
+8 assignments (six fixed quizzes of 5 questions, a topic quiz, and a mock interview that half
+the class sat). Then starts `ddpdrill serve` (no
 verify workers) and measures, signed in as the class's instructor:
 
 - the class page, GET /classes/{id} (completion of 200 × 8, the 200 × 40 mastery heatmap, who
@@ -38,6 +39,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from fsrs import Card, Rating  # noqa: E402
+from fsrs.scheduler import DEFAULT_PARAMETERS  # noqa: E402
 from itsdangerous import URLSafeTimedSerializer  # noqa: E402
 from sqlalchemy import create_engine, event, insert, select, text  # noqa: E402
 
@@ -58,7 +60,7 @@ from app.questions.bank import load_bank  # noqa: E402
 from app.questions.models import Question  # noqa: E402
 from app.questions.service import import_bank  # noqa: E402
 from app.quizzes.models import Attempt, Quiz, QuizItem  # noqa: E402
-from app.review.models import ReviewCard  # noqa: E402
+from app.review.models import LearnerSchedule, ReviewCard  # noqa: E402
 from app.review.service import SCHEDULER  # noqa: E402
 
 TOPICS = 40
@@ -158,6 +160,12 @@ def seed(url: str) -> tuple[int, int]:
                                  "created_at": now - timedelta(days=rng.uniform(0, DAYS))})
         s.execute(insert(ReviewCard), cards)
         s.execute(insert(Attempt), attempts)
+        # A tenth of the class has FSRS weights fitted to them: their own forgetting curve.
+        fitted = list(DEFAULT_PARAMETERS)
+        fitted[20] = 0.3
+        s.execute(insert(LearnerSchedule), [{"learner_id": lid, "parameters": fitted,
+                                            "desired_retention": 0.9, "updated_at": now}
+                                           for lid in learners[: LEARNERS // 10]])
         mock = assignments[-1]
         for lid in learners[: LEARNERS // 2]:
             started = mock.opens_at + timedelta(days=rng.uniform(0, 6))
