@@ -577,12 +577,12 @@ def _question_work(db_session: Session, class_id: int, member_id: int | None,
                                             order_by=(ranked.c.at, ranked.c.qid)).label("k"))
               .where(ranked.c.rn == 1)).subquery()
     counted = firsts.c.k <= a.required
-    rows = db_session.execute(
+    rows = db_session.connection().execute(
         select(firsts.c.aid, firsts.c.mid, a.required, func.count(),
                func.sum(case((counted, firsts.c.score), else_=0.0)),
                func.max(case((firsts.c.k == a.required, firsts.c.at))))
         .join(a, a.id == firsts.c.aid)
-        .group_by(firsts.c.aid, firsts.c.mid, a.required))
+        .group_by(firsts.c.aid, firsts.c.mid, a.required)).all()
     return {(mid, aid): Work(required, min(int(n), required), float(points or 0.0), done)
             for aid, mid, required, n, points, done in rows}
 
@@ -595,7 +595,7 @@ def _mock_work(db_session: Session, class_id: int, member_id: int | None,
     where = [m.class_id == class_id]
     if member_id is not None:
         where.append(m.id == member_id)
-    rows = db_session.execute(
+    rows = db_session.connection().execute(
         select(s.assignment_id, m.id, MockInterview.finished_at, MockInterview.deadline,
                func.count(QuizItem.id), func.coalesce(func.sum(Attempt.score), 0.0),
                func.count(Attempt.id))
@@ -640,7 +640,7 @@ def mastery_by_member(*, db_session: Session, class_id: int, now: datetime,
     The recall is summed in SQL with FSRS-6's forgetting curve, each member's own (the decay
     of their fitted weights, review.scheduler_for), so a class of hundreds sends back one row
     per member and topic, not every card."""
-    per_topic = dict(db_session.execute(
+    per_topic = dict(db_session.connection().execute(
         select(Question.topic, func.count()).where(Question.status == STATUS_PUBLISHED)
         .group_by(Question.topic)).all())
     topics = [(s, t) for s, t in topic_titles(db_session=db_session) if per_topic.get(s)]
@@ -689,8 +689,8 @@ def _recall_sums(db_session: Session, now: datetime, members: list[Any],
     else:
         decay, factor = _curve(review.SCHEDULER)
     recall = func.power(1.0 + factor * days / cards.c.stability, decay)
-    return list(db_session.execute(stmt.add_columns(func.sum(recall))
-                                   .group_by(cards.c.mid, cards.c.topic)))
+    return list(db_session.connection().execute(stmt.add_columns(func.sum(recall))
+                                                .group_by(cards.c.mid, cards.c.topic)).all())
 
 
 def _curve(scheduler: Any) -> tuple[float, float]:
@@ -702,7 +702,7 @@ def _curve(scheduler: Any) -> tuple[float, float]:
 def _member_curves(db_session: Session, *which: Any) -> dict[int, tuple[float, float]]:
     """The forgetting curve of each member (of those `which` selects) whose FSRS weights were
     fitted; the others have the default scheduler's."""
-    rows = db_session.execute(
+    rows = db_session.connection().execute(
         select(ClassMember.id, LearnerSchedule.parameters, LearnerSchedule.desired_retention)
         .join(LearnerSchedule, LearnerSchedule.learner_id == ClassMember.learner_id)
         .where(*which, LearnerSchedule.parameters.is_not(None)))
