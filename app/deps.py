@@ -195,6 +195,18 @@ async def require_learner_account(user: OptionalUser) -> User:
 LearnerUser = Annotated[User, Depends(require_learner_account)]
 
 
+async def require_instructor(user: OptionalUser) -> User:
+    """A signed-in instructor (the class pages, app/classes); any other account gets 403."""
+    if user is None:
+        raise LoginRequired("Sign in as an instructor to see your classes.")
+    if not user.is_instructor:
+        raise Forbidden("This page is for instructors.")
+    return user
+
+
+InstructorUser = Annotated[User, Depends(require_instructor)]
+
+
 def client_ip(request: Request) -> str:
     """The peer address every per-address limit counts by. Behind a proxy this is the proxy's,
     unless `serve` is told to believe the proxy's X-Forwarded-For

@@ -25,6 +25,8 @@ from starlette.routing import Match
 
 from app.accounts import views as accounts_views
 from app.authoring import views as authoring_views
+from app.classes import api as classes_api
+from app.classes import views as classes_views
 from app.clock import Clock
 from app.db import make_engine, make_sessionmaker, read_sessionmaker
 from app.errors import Busy, DomainError, InvalidInput, LoginRequired
@@ -208,7 +210,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                    reports_api.router, review_views.router, reports_views.router,
                    exercises_api.router, exercises_views.router, progress_api.router,
                    mock_api.router, mock_views.router, progress_views.router,
-                   accounts_views.router, authoring_views.router, stats_views.router, stats_api.router):
+                   accounts_views.router, authoring_views.router, stats_views.router, stats_api.router,
+                   classes_api.router, classes_views.router):
         app.include_router(router)
 
     css = pygments_css()

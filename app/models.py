@@ -6,6 +6,7 @@ imports it, so a model added here is known to every entry point.
 
 from app.accounts.models import AuditEntry, Learner, User
 from app.authoring.models import BankUpload
+from app.classes.models import Assignment, AssignmentQuestion, AssignmentStart, ClassMember, Classroom
 from app.db import Base
 from app.exercises.models import ExerciseSubmission
 from app.mock.models import MockInterview
@@ -18,10 +19,15 @@ from app.review.models import LearnerSchedule, ReviewCard, ReviewLog, ScheduleFi
 from app.verify.models import Run, Verdict
 
 __all__ = [
+    "Assignment",
+    "AssignmentQuestion",
+    "AssignmentStart",
     "Attempt",
     "AuditEntry",
     "BankUpload",
     "Base",
+    "ClassMember",
+    "Classroom",
     "ExerciseSubmission",
     "Learner",
     "LearnerGoal",

@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 
 from app.accounts import service as accounts
 from app.accounts.models import ROLE_LEARNER, AuditEntry, Learner, User
+from app.classes import service as classes
 from app.exercises.models import ExerciseSubmission
 from app.mock.models import MockInterview
 from app.progress.models import LearnerGoal
@@ -239,6 +240,7 @@ def export_data(*, db_session: Session, user: User, learner_id: str) -> dict[str
         "quizzes": [{"id": q.id, "kind": q.kind, "topics": q.topics, "difficulty": q.difficulty,
                      "started_at": _iso(q.started_at), "finished_at": _iso(q.finished_at)}
                     for q in quizzes],
+        "class_memberships": classes.export_memberships(db_session=db_session, user_id=user.id),
         # Cases and talk-throughs begun but not finished: the parts (or the text) so far.
         "answers_in_progress": [{"question": slugs.get(p.question_id), "revision_id": p.revision_id,
                                  "variant": p.variant, "quiz_item_id": p.quiz_item_id,
@@ -251,12 +253,15 @@ def export_data(*, db_session: Session, user: User, learner_id: str) -> dict[str
 
 def delete_account(*, db_session: Session, user: User) -> dict[str, int]:
     """Delete a learner account and everything of its learner: attempts, review cards and
-    logs, their FSRS schedule and fits, problem reports, quizzes, and its sessions (the user
-    row goes, so every session cookie names nobody). Other learners' rows are untouched.
-    Returns what was removed."""
+    logs, their FSRS schedule and fits, problem reports, quizzes, class memberships, and its
+    sessions (the user row goes, so every session cookie names nobody). Other learners' rows
+    are untouched. Returns what was removed."""
     learner_ids = list(db_session.scalars(select(Learner.id).where(Learner.user_id == user.id)))
     counts = {"attempts": 0, "review_cards": 0, "review_logs": 0, "problem_reports": 0,
               "quizzes": 0, "mock_interviews": 0}
+    # First: a membership refers to the learner row, and the class must stop showing it.
+    counts["class_memberships"] = classes.forget_learner(db_session=db_session, user_id=user.id,
+                                                         learner_ids=learner_ids)
     if learner_ids:
         mine = Learner.id.in_(learner_ids)
         quiz_ids = select(Quiz.id).where(Quiz.learner_id.in_(learner_ids))

@@ -13,7 +13,11 @@ from app.db import Base, utcnow
 ROLE_LEARNER = "learner"
 ROLE_AUTHOR = "author"
 ROLE_ADMIN = "admin"
-ROLES = (ROLE_LEARNER, ROLE_AUTHOR, ROLE_ADMIN)
+# Runs classes (app/classes/): a role of its own, neither an author nor a learner account.
+# One role per account keeps every check one comparison; someone who also writes questions
+# has an author account besides (docs/classes.md).
+ROLE_INSTRUCTOR = "instructor"
+ROLES = (ROLE_LEARNER, ROLE_AUTHOR, ROLE_ADMIN, ROLE_INSTRUCTOR)
 # The roles that may reach /author (and, for admins, /admin); a learner account never does.
 STAFF_ROLES = (ROLE_AUTHOR, ROLE_ADMIN)
 
@@ -42,6 +46,10 @@ class User(Base):
     @property
     def is_learner(self) -> bool:
         return self.role == ROLE_LEARNER
+
+    @property
+    def is_instructor(self) -> bool:
+        return self.role == ROLE_INSTRUCTOR
 
 
 class AuditEntry(Base):

@@ -13,6 +13,7 @@ from fastapi.responses import RedirectResponse, Response
 from app.accounts import learners, service
 from app.accounts.models import ROLES, User
 from app.accounts.sessions import clear_session_cookie, set_session_cookie
+from app.classes import service as classes
 from app.deps import (
     CSRF,
     AdminUser,
@@ -72,6 +73,8 @@ def login(
         return _page(request, "login.html",
                      {**ctx, "error": "That username and password do not match an active account."},
                      status=401)
+    if result.user.is_instructor and target.startswith(("/author", "/admin")):
+        target = "/classes"
     if result.user.is_learner:
         if target.startswith(("/author", "/admin")):
             target = "/account"
@@ -111,9 +114,15 @@ def _account_page(request: Request, name: str, ctx: dict[str, Any], status: int 
     return templates.TemplateResponse(request, f"accounts/{name}", ctx, status_code=status, **kw)
 
 
+def _after_signup(target: str | None) -> str:
+    """Where a new account goes: a local page it came for (a class's join link), else /account."""
+    safe = _safe_next(target)
+    return safe if target and safe != "/author" else "/account?welcome=1"
+
+
 @router.get("/signup")
-def signup_page(request: Request, user: OptionalUser) -> Response:
-    return _account_page(request, "signup.html", {"user": user, "username": ""})
+def signup_page(request: Request, user: OptionalUser, next: str = "") -> Response:
+    return _account_page(request, "signup.html", {"user": user, "username": "", "next": next})
 
 
 @router.post("/signup")
@@ -121,9 +130,10 @@ def signup(request: Request, form: FormDep, db_session: SessionDep, user: Option
            settings: SettingsDep, _: CSRF) -> Response:
     username = str(form.get("username") or "").strip()[:64]
     password = str(form.get("password") or "")
+    target = str(form.get("next") or "")
     if user is not None:
         return _account_page(request, "signup.html",
-                             {"user": user, "username": username,
+                             {"user": user, "username": username, "next": target,
                               "error": "You are signed in already; sign out to make another account."},
                              status=409)
     try:
@@ -132,12 +142,14 @@ def signup(request: Request, form: FormDep, db_session: SessionDep, user: Option
                                 client_ip=client_ip(request), per_hour=settings.signups_per_hour)
     except service.AccountError as exc:
         return _account_page(request, "signup.html",
-                             {"user": None, "username": username, "error": str(exc)}, status=422)
+                             {"user": None, "username": username, "next": target,
+                              "error": str(exc)}, status=422)
     except RateLimited as exc:
         return _account_page(request, "signup.html",
-                             {"user": None, "username": username, "error": str(exc)}, status=429,
+                             {"user": None, "username": username, "next": target,
+                              "error": str(exc)}, status=429,
                              headers={"Retry-After": str(exc.retry_after_s)})
-    response = RedirectResponse("/account?welcome=1", status_code=303)
+    response = RedirectResponse(_after_signup(target), status_code=303)
     set_session_cookie(response, request, done.user)
     # The history moved to the account; the old anonymous id (and any copy of its cookie)
     # names nothing now, and this browser gets a new one for after sign-out.
@@ -147,7 +159,8 @@ def signup(request: Request, form: FormDep, db_session: SessionDep, user: Option
 
 def _account_ctx(db_session: Any, user: User, learner_id: str) -> dict[str, Any]:
     return {"user": user, "history": learners.history(db_session=db_session, learner_id=learner_id),
-            "reports": reports.my_reports(db_session=db_session, learner_id=learner_id)}
+            "reports": reports.my_reports(db_session=db_session, learner_id=learner_id),
+            "classes": classes.learner_classes(db_session=db_session, user_id=user.id)}
 
 
 @router.get("/account")

@@ -11,7 +11,7 @@ from rich.markup import escape
 from app.cli.common import db_session, err, out, settings_for_command
 
 db_app = typer.Typer(help="Database migrations.", no_args_is_help=True)
-admin_app = typer.Typer(help="Author and admin accounts.", no_args_is_help=True)
+admin_app = typer.Typer(help="Author, admin and instructor accounts.", no_args_is_help=True)
 
 
 @db_app.command("upgrade")
@@ -27,11 +27,11 @@ def db_upgrade() -> None:
 @admin_app.command("create")
 def admin_create(
     username: Annotated[str, typer.Argument(help="The new account's username.")],
-    role: Annotated[str, typer.Option(help="author or admin.")] = "author",
+    role: Annotated[str, typer.Option(help="author, admin or instructor (or learner).")] = "author",
     password_stdin: Annotated[bool, typer.Option(
         "--password-stdin", help="Read the password from the first line of stdin (for scripts).")] = False,
 ) -> None:
-    """Create an author or admin account. The password is prompted for, never an argument."""
+    """Create an author, admin or instructor account. The password is prompted for, never an argument."""
     from app.accounts.models import ROLES
     from app.accounts.service import AccountError, create_user
 

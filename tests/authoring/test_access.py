@@ -119,8 +119,12 @@ def test_the_access_matrix_over_every_author_and_admin_route(
     make_user("lena", "learner")
     account = new_client()
     assert login(account, "lena").status_code == 303
+    make_user("ivy", "instructor")
+    instructor = new_client()
+    assert login(instructor, "ivy").status_code == 303
     tokens = {"learner": csrf_of(learner), "author": csrf_of(author_client),
-              "admin": csrf_of(admin_client), "account": csrf_of(account)}
+              "admin": csrf_of(admin_client), "account": csrf_of(account),
+              "instructor": csrf_of(instructor)}
     for method, template, _ in routes:
         path = template.format(**world)
         for who, client in (("anonymous", anonymous), ("learner", learner)):
@@ -136,9 +140,11 @@ def test_the_access_matrix_over_every_author_and_admin_route(
             if method == "GET":
                 hx = client.get(path, headers={"HX-Request": "true"}, follow_redirects=False)
                 assert hx.status_code == 401 and hx.headers["hx-redirect"].startswith("/login"), path
-        # A signed-in learner account is refused every author and admin route outright.
-        r = _request(account, method, path, tokens["account"])
-        assert r.status_code == 403, ("account", method, path, r.status_code)
+        # A signed-in learner account, or an instructor, is refused every author and admin
+        # route outright.
+        for who, signed_in in (("account", account), ("instructor", instructor)):
+            r = _request(signed_in, method, path, tokens[who])
+            assert r.status_code == 403, (who, method, path, r.status_code)
     # Signed in: an author is refused admin routes only; an admin nothing.
     for who, client in (("author", author_client), ("admin", admin_client)):
         for method, template, _ in routes:
