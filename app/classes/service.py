@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from fsrs import Rating
 from sqlalchemy import Float, and_, case, cast, delete, extract, func, literal, or_, select, union_all
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
@@ -48,7 +49,7 @@ from app.questions.service import revision_doc, revision_variant
 from app.quizzes.models import Attempt, Quiz, QuizItem
 from app.quizzes.service import MAX_QUIZ_QUESTIONS, ensure_learner, item_variant
 from app.review import service as review
-from app.review.models import LearnerSchedule, ReviewCard
+from app.review.models import LearnerSchedule, ReviewCard, ReviewLog
 
 MAX_NAME = 120
 # A class page lists every member and every assignment; past this it is a course platform.
@@ -634,8 +635,9 @@ def _elapsed_days(db_session: Session, now: datetime) -> Any:
 def mastery_by_member(*, db_session: Session, class_id: int, now: datetime,
                       member_id: int | None = None) -> tuple[list[tuple[str, str]], dict[int, list[float]]]:
     """The topics (slug, title) and, per member, mastery of each topic at `now`: FSRS's
-    predicted recall averaged over the topic's published questions, an unseen one counting 0
-    (app/progress/service.py's definition, which the dashboard draws).
+    predicted recall averaged over the topic's published questions, an unseen one and one
+    whose last review was a miss counting 0 (review.CardState.mastery, which the dashboard
+    draws).
 
     The recall is summed in SQL with FSRS-6's forgetting curve, each member's own (the decay
     of their fitted weights, review.scheduler_for), so a class of hundreds sends back one row
@@ -668,6 +670,10 @@ def _recall_sums(db_session: Session, now: datetime, members: list[Any],
     `curves`."""
     # Each card's stability and whole days since its review, once; then the curve, summed per
     # member and topic. (FSRS keeps stability above zero; a card without one sums as null, 0.)
+    # Mastery counts a card only if its last review recalled it (review.CardState.mastery):
+    # the rating of its newest log, one index lookup per card; no log counts as recalled.
+    last_rating = (select(ReviewLog.rating).where(ReviewLog.card_id == ReviewCard.id)
+                   .order_by(ReviewLog.id.desc()).limit(1).correlate(ReviewCard).scalar_subquery())
     cards = (select(ClassMember.id.label("mid"), Question.topic.label("topic"),
                     ReviewCard.card["stability"].as_float().label("stability"),
                     _elapsed_days(db_session, now).label("days"))
@@ -675,7 +681,8 @@ def _recall_sums(db_session: Session, now: datetime, members: list[Any],
              .join(ReviewCard, ReviewCard.learner_id == ClassMember.learner_id)
              .join(Question, and_(Question.id == ReviewCard.question_id,
                                   Question.status == STATUS_PUBLISHED))
-             .where(*members, ReviewCard.last_review.is_not(None))).subquery()
+             .where(*members, ReviewCard.last_review.is_not(None),
+                    or_(last_rating.is_(None), last_rating != int(Rating.Again)))).subquery()
     days = cast(case((cards.c.days < 0, 0.0), else_=cards.c.days), Float)
     stmt = select(cards.c.mid, cards.c.topic)
     decay: Any
