@@ -337,8 +337,8 @@ def test_serve_processes_on_sqlite_is_refused_with_the_reason(deployment: Deploy
 def test_serve_processes_on_postgresql(deployment: Deployment, tmp_path: Path) -> None:
     """`serve --processes 2` on PostgreSQL: uvicorn's own supervisor runs two identical web
     processes on the port; answers are stored once whichever process takes them, /metrics
-    adds up every process, a killed process is replaced, and the workers (one per web
-    process) drain the queue, woken through PostgreSQL."""
+    adds up every process, a killed process is replaced, and the workers (three per web
+    process, the default) drain the queue, woken through PostgreSQL."""
     if deployment.kind != "postgresql":
         pytest.skip("several web processes need PostgreSQL")
     d = deployment
@@ -379,7 +379,8 @@ def test_serve_processes_on_postgresql(deployment: Deployment, tmp_path: Path) -
                 with urllib.request.urlopen(f"{base}/metrics", timeout=30) as response:
                     body = response.read().decode()
                 assert route in body, body
-                assert "ddpdrill_workers_in_process 2.0" in body
+                # Three verify workers in each of the two processes (DDPDRILL_WORKERS' default).
+                assert "ddpdrill_workers_in_process 6.0" in body
 
             # A web process killed outright is replaced, and the port keeps answering.
             os.kill(int(pids.pop()), signal.SIGKILL)
