@@ -7,64 +7,32 @@ works in its own schema, so parallel runs on one server do not collide.
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from urllib.parse import quote
 
 import pytest
 from fastapi.testclient import TestClient
 from pwdlib import PasswordHash
 from pwdlib.hashers.argon2 import Argon2Hasher
-from sqlalchemy import Engine, create_engine, text
+from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session, sessionmaker
 from typer.testing import CliRunner
 
 from app.accounts import passwords
+from app.clock import FixedClock
 from app.db import Base, make_engine, make_sessionmaker
 from app.main import create_app
 from app.migrate import upgrade
 from app.questions.bank import load_bank
 from app.questions.service import import_bank
 from app.settings import Settings, get_settings
-from tests.factories import Account, create_account, login
-
-FIXTURE_BANK = Path(__file__).parent / "fixtures" / "bank"
-REAL_BANK = Path(__file__).resolve().parent.parent / "question_bank"
-PG_ENV = "DDPDRILL_TEST_DATABASE_URL"
+from tests.databases import backends, scratch_pg_schema
+from tests.factories import FIXTURE_BANK, T0, VARIANT_BANK, Account, create_account, import_folder, login
+from tests.servers import Server
 
 
-def _backends() -> list[str]:
-    return ["sqlite", "postgresql"] if os.environ.get(PG_ENV) else ["sqlite"]
-
-
-def _pg_schema_url(base_url: str, schema: str) -> str:
-    sep = "&" if "?" in base_url else "?"
-    return f"{base_url}{sep}options={quote(f'-csearch_path={schema}')}"
-
-
-@contextmanager
-def scratch_pg_schema(prefix: str) -> Iterator[str]:
-    """A URL for a fresh, empty PostgreSQL schema (DDPDRILL_TEST_DATABASE_URL), dropped after."""
-    base = os.environ[PG_ENV]
-    schema = f"{prefix}_{uuid.uuid4().hex[:12]}"
-    admin = create_engine(base)
-    try:
-        with admin.begin() as conn:
-            conn.execute(text(f'CREATE SCHEMA "{schema}"'))
-    except Exception as exc:  # CI must not silently skip PostgreSQL
-        pytest.fail(f"PostgreSQL at {base} is unreachable: {exc}")
-    try:
-        yield _pg_schema_url(base, schema)
-    finally:
-        with admin.begin() as conn:
-            conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
-        admin.dispose()
-
-
-@pytest.fixture(params=_backends())
+@pytest.fixture(params=backends())
 def fresh_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     """An empty database of the test's own, not migrated (migration tests start from it;
     the shared test database stays at head)."""
@@ -85,7 +53,7 @@ def cli_env(database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     get_settings.cache_clear()
 
 
-@pytest.fixture(scope="session", params=_backends())
+@pytest.fixture(scope="session", params=backends())
 def database_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A migrated, empty database: an SQLite file, or a fresh PostgreSQL schema."""
     if request.param == "sqlite":
@@ -125,11 +93,29 @@ def session_factory(db_engine: Engine) -> Iterator[sessionmaker[Session]]:
 
 
 @pytest.fixture
-def db_session(session_factory: sessionmaker[Session]) -> Iterator[Session]:
-    session = session_factory()
-    yield session
-    session.rollback()
-    session.close()
+def db_session(request: pytest.FixtureRequest, db_engine: Engine) -> Iterator[Session]:
+    """A session on the test database.
+
+    When nothing else in the test touches the database (no app, no other session), the
+    test runs inside one outer transaction that is rolled back afterwards: its commits
+    are savepoints, and nothing needs deleting. Beside the app or `session_factory`, whose
+    sessions must see what this one commits, it is an ordinary session and the database
+    is emptied after the test (`session_factory`)."""
+    if "session_factory" in request.fixturenames:
+        session = request.getfixturevalue("session_factory")()
+        yield session
+        session.rollback()
+        session.close()
+        return
+    with db_engine.connect() as connection:
+        outer = connection.begin()
+        session = Session(bind=connection, expire_on_commit=False,
+                          join_transaction_mode="create_savepoint")
+        try:
+            yield session
+        finally:
+            session.close()
+            outer.rollback()
 
 
 @pytest.fixture
@@ -164,9 +150,6 @@ def client(app_client: TestClient, loaded: None) -> TestClient:
 def variant_client(app_client: TestClient, session_factory: sessionmaker[Session]) -> TestClient:
     """The app with the variant bank loaded (variables, a case, a talk-through), its clock
     standing at T0 until a test moves it (app.state.clock)."""
-    from app.clock import FixedClock
-    from tests.factories import T0, VARIANT_BANK, import_folder
-
     import_folder(session_factory, VARIANT_BANK)
     app_client.app.state.clock = FixedClock(T0)  # type: ignore[attr-defined]
     return app_client
@@ -222,3 +205,32 @@ def admin_client(new_client: Callable[..., TestClient], admin: Account) -> TestC
     client = new_client()
     assert login(client, admin.username).status_code == 303
     return client
+
+
+@pytest.fixture
+def clock(client: TestClient) -> FixedClock:
+    """The app's clock, standing at T0 until a test advances it."""
+    fixed = FixedClock(T0)
+    client.app.state.clock = fixed  # type: ignore[attr-defined]
+    return fixed
+
+
+@pytest.fixture
+def browser_client(new_client: Callable[..., TestClient], client: TestClient) -> TestClient:
+    """Another browser on the same (loaded) app."""
+    return new_client()
+
+
+@pytest.fixture
+def server(database_url: str, loaded: None, tmp_path: Path) -> Iterator[Callable[..., Server]]:
+    """Starts `ddpdrill serve` processes on the test database (fixture bank loaded)."""
+    started: list[Server] = []
+
+    def start(**env: str) -> Server:
+        s = Server(database_url, tmp_path, {f"DDPDRILL_{k.upper()}": v for k, v in env.items()}).start()
+        started.append(s)
+        return s
+
+    yield start
+    for s in started:
+        s.stop()

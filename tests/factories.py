@@ -33,6 +33,8 @@ FIXTURE_BANK = TESTS / "fixtures" / "bank"
 BROKEN_BANKS = TESTS / "fixtures" / "broken"
 # Questions with variables (computed, measured), a case and a talk-through.
 VARIANT_BANK = TESTS / "fixtures" / "variant_bank"
+# One small exercise (tests/exercises/helpers.py names its slug and programs).
+EXERCISE_BANK = TESTS / "fixtures" / "exercise_bank"
 REAL_BANK = TESTS.parent / "question_bank"
 
 # The fixture bank's questions by slug: topic, a right answer and a wrong one, as a

@@ -72,3 +72,15 @@ def test_every_module_is_placed_in_docs_architecture() -> None:
         elif path.suffix == ".py" and f"`app/{path.name}`" not in ARCHITECTURE:
             missing.append(f"app/{path.name}")
     assert not missing, f"not described in docs/architecture.md: {missing}"
+
+
+def test_the_tests_mirror_app() -> None:
+    """Every test folder is named after the feature it tests (docs/architecture.md, Tests)."""
+    app = {p.name for p in (ROOT / "app").iterdir() if (p / "__init__.py").is_file()}
+    app.add("engine")  # tests/verify/engine/ for app/verify/engine/
+    not_features = {"browser", "fixtures", "__pycache__"}
+    folders = {p.name for p in (ROOT / "tests").rglob("*") if p.is_dir()
+               and p.name not in not_features and "fixtures" not in p.relative_to(ROOT).parts}
+    assert folders <= app, sorted(folders - app)
+    assert (ROOT / "tests" / "verify" / "engine").is_dir()
+

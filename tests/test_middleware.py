@@ -11,8 +11,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.middleware import CSP, MAX_BODY_BYTES
-from tests.browser.conftest import serve, settings_for
 from tests.factories import FIXTURE_BANK
+from tests.servers import serve, settings_for
 
 
 @pytest.fixture(scope="module")

@@ -1,6 +1,6 @@
 """Edges an attacker pushes on: made-up methods and paths must not grow /metrics, which only
 the operator's network may read; lone surrogates are a 422; a configured host list refuses
-other Host headers (share links never use the Host header: tests/learning/test_mock.py)."""
+other Host headers (share links never use the Host header: tests/mock/test_mock.py)."""
 
 from __future__ import annotations
 

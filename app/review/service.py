@@ -195,7 +195,7 @@ def retrievability_by_question(*, db_session: Session, learner_id: str,
 
 
 # The one definition of the learning loop's three numbers. Every page, the header's badge,
-# the plan and the API read them from here (tests/learning/test_numbers_agree.py):
+# the plan and the API read them from here (tests/progress/test_numbers_agree.py):
 # - due: a card is due once its due time has come, `due <= now`; the Review page serves
 #   exactly these cards, and a card falling due later today is not due yet;
 # - recall: FSRS's predicted probability of remembering the card at a moment;

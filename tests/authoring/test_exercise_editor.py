@@ -14,8 +14,8 @@ from app.questions.models import Question, QuestionRevision
 from app.settings import Settings
 from tests.authoring.helpers import create_question, save_editor
 from tests.authoring.test_publish import _post, _publish, work
-from tests.exercises.conftest import EXERCISE_BANK, SLUG, SOLUTION, STARTER
-from tests.factories import import_folder, parse, parse_fragment
+from tests.exercises.helpers import SLUG, SOLUTION, STARTER
+from tests.factories import EXERCISE_BANK, import_folder, parse, parse_fragment
 
 HARNESS = (EXERCISE_BANK / "drills" / "checks.py").read_text()
 CHECKS = """\
@@ -116,7 +116,7 @@ def test_a_bank_exercise_with_forbidden_collectives_and_wrong_solutions_round_tr
     code, and saving unchanged keeps the revision (the editor used to drop both)."""
     import shutil
 
-    from tests.conftest import REAL_BANK
+    from tests.factories import REAL_BANK
 
     shutil.copytree(REAL_BANK / "exercises", tmp_path / "bank" / "exercises")
     import_folder(session_factory, tmp_path / "bank")

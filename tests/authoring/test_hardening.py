@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -45,14 +44,12 @@ def test_a_bank_file_with_an_alias_is_an_error_not_an_expansion(tmp_path: Path) 
 
 
 def test_an_alias_bomb_saved_through_the_editor_is_refused_quickly(author_client: TestClient) -> None:
-    started = time.monotonic()
+    # The probe's editor page took 120 s expanding it; refused at parse time (the message
+    # says so), it is an ordinary page, well inside the test's timeout.
     response = create_question(author_client, "bomb", knobs=ALIAS_BOMB)
-    elapsed = time.monotonic() - started
     assert response.status_code == 422
     errors = parse(response).get_text()
     assert "anchors and aliases" in errors
-    # The probe's editor page took 120 s; refused at parse time it is an ordinary page.
-    assert elapsed < 30
 
 
 def test_an_alias_bomb_in_an_admin_upload_is_refused(

@@ -7,8 +7,6 @@ from sqlalchemy import create_engine, inspect, text
 
 from app.migrate import alembic_config, upgrade
 
-PG_ENV = "DDPDRILL_TEST_DATABASE_URL"
-
 
 def test_0002_goes_up_and_down_keeping_questions_and_revisions(fresh_url: str) -> None:
     upgrade(fresh_url, "0001")

@@ -1,7 +1,7 @@
 """A live server and a real Chromium for the browser tests.
 
-The server is uvicorn in a thread of the test process, on a free 127.0.0.1 port,
-against a temporary SQLite file holding the fixture bank. Chromium is Debian's
+The server is uvicorn in a thread of the test process (tests/servers.py), on a free
+127.0.0.1 port, against a temporary SQLite file holding the fixture bank. Chromium is Debian's
 (/usr/bin/chromium) driven by Playwright; without it the tests skip, except under
 CI=true, where a missing browser is a failure.
 """
@@ -10,27 +10,16 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
-import threading
-import time
-import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-import uvicorn
 
-from app.main import create_app
-from app.migrate import upgrade
-from app.settings import Settings
-from tests.conftest import REAL_BANK
-from tests.factories import FIXTURE_BANK, import_folder
+from tests.factories import FIXTURE_BANK, REAL_BANK
+from tests.servers import serve, settings_for
 
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-# The server starts in well under a second; this only bounds a broken start.
-SERVER_START_TIMEOUT_S = 15
 
 
 def _chromium() -> str | None:
@@ -38,51 +27,6 @@ def _chromium() -> str | None:
         if candidate and Path(candidate).is_file():
             return candidate
     return None
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@contextmanager
-def serve(settings: Settings) -> Iterator[str]:
-    """Runs the app with these settings in a thread; yields its base URL."""
-    port = _free_port()
-    settings = settings.model_copy(update={"host": "127.0.0.1", "port": port})
-    server = uvicorn.Server(uvicorn.Config(create_app(settings), host="127.0.0.1", port=port,
-                                           log_level="warning", ws="none", lifespan="on"))
-    thread = threading.Thread(target=server.run, name="live-server", daemon=True)
-    thread.start()
-    deadline = time.monotonic() + SERVER_START_TIMEOUT_S
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            pytest.fail("the live server did not start")
-        time.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=30)
-
-
-def database_with(folder: Path, bank: Path) -> str:
-    """A migrated SQLite file in folder with the bank imported; returns its URL."""
-    from app.db import make_engine, make_sessionmaker
-
-    url = f"sqlite:///{folder / 'live.db'}"
-    upgrade(url)
-    engine = make_engine(url)
-    import_folder(make_sessionmaker(engine), bank)
-    engine.dispose()
-    return url
-
-
-def settings_for(folder: Path, bank: Path, *, workers: int) -> Settings:
-    """Settings for a live server on its own SQLite file in folder, with the bank imported."""
-    return Settings(database_url=database_with(folder, bank), secret_key="browser-" + uuid.uuid4().hex,
-                    data_dir=folder / "data", bank_dir=bank, workers=workers)
 
 
 @pytest.fixture(scope="session")

@@ -13,8 +13,8 @@ import pytest
 from app.accounts import service
 from app.db import make_engine, make_sessionmaker, session_scope
 from app.settings import Settings
-from tests.browser.conftest import database_with, serve
 from tests.factories import FIXTURE_BANK
+from tests.servers import database_with, serve
 
 pytestmark = pytest.mark.browser
 

@@ -25,7 +25,6 @@ from app.questions.service import get_published, published_question
 from app.quizzes import service as quizzes
 from app.quizzes.grading import correct_answer
 from app.reports import service as reports
-from tests.browser.conftest import REAL_BANK, serve, settings_for
 from tests.browser.history import practise
 from tests.browser.layout import (
     assert_no_overflow,
@@ -35,6 +34,8 @@ from tests.browser.layout import (
     top_of,
 )
 from tests.browser.test_progress_browser import shot
+from tests.factories import REAL_BANK
+from tests.servers import serve, settings_for
 
 pytestmark = pytest.mark.browser
 

@@ -13,8 +13,8 @@ import pytest
 from app.accounts import service as accounts
 from app.db import make_engine, make_sessionmaker, session_scope
 from app.settings import Settings
-from tests.browser.conftest import serve, settings_for
 from tests.factories import FIXTURE_BANK
+from tests.servers import serve, settings_for
 
 pytestmark = pytest.mark.browser
 

@@ -11,8 +11,8 @@ import pytest
 
 from app.questions.bank import load_bank
 from app.quizzes.grading import correct_answer
-from tests.browser.conftest import serve, settings_for
 from tests.factories import VARIANT_BANK
+from tests.servers import serve, settings_for
 
 pytestmark = pytest.mark.browser
 

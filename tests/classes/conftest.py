@@ -1,4 +1,4 @@
-"""Fixtures for classes: a fixed clock on the loaded app, an instructor signed in, and a
+"""Fixtures for classes: an instructor signed in, and a
 learner account signed in on its own browser."""
 
 from __future__ import annotations
@@ -9,21 +9,9 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from app.clock import FixedClock
 from app.questions.bank import load_bank
 from app.questions.service import import_bank
-from tests.factories import T0, TESTS, Account, login
-
-EXERCISE_BANK = TESTS / "fixtures" / "exercise_bank"
-VARIANT_BANK = TESTS / "fixtures" / "variant_bank"
-
-
-@pytest.fixture
-def clock(client: TestClient) -> FixedClock:
-    """The app's clock, standing at T0 until a test advances it."""
-    fixed = FixedClock(T0)
-    client.app.state.clock = fixed  # type: ignore[attr-defined]
-    return fixed
+from tests.factories import EXERCISE_BANK, VARIANT_BANK, Account, login
 
 
 @pytest.fixture

@@ -2,18 +2,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session, sessionmaker
 
-from tests.factories import import_folder
-
-EXERCISE_BANK = Path(__file__).resolve().parents[1] / "fixtures" / "exercise_bank"
-SLUG = "fixture-exercise"
-SOLUTION = (EXERCISE_BANK / "drills" / "solution.py").read_text()
-STARTER = (EXERCISE_BANK / "drills" / "starter.py").read_text()
+from tests.factories import EXERCISE_BANK, import_folder
 
 
 @pytest.fixture

@@ -16,8 +16,7 @@ from app.questions.models import Question
 from app.settings import Settings
 from app.verify import gate, service
 from app.verify.worker import Worker
-from tests.conftest import REAL_BANK
-from tests.factories import import_folder
+from tests.factories import REAL_BANK, import_folder
 
 
 @pytest.mark.slow

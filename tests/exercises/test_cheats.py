@@ -27,8 +27,7 @@ from app.quizzes.models import Attempt
 from app.settings import Settings
 from app.verify.models import Run
 from app.verify.worker import Worker
-from tests.conftest import REAL_BANK
-from tests.factories import count, import_folder
+from tests.factories import REAL_BANK, count, import_folder
 
 EXERCISES = REAL_BANK / "exercises"
 

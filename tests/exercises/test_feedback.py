@@ -14,7 +14,7 @@ from app.review.models import ReviewCard
 from app.settings import Settings
 from app.verify.service import own_frames
 from app.verify.worker import Worker
-from tests.exercises.conftest import SLUG, SOLUTION, STARTER
+from tests.exercises.helpers import SLUG, SOLUTION, STARTER
 from tests.factories import count, form_fields, parse
 
 

@@ -10,7 +10,7 @@ import yaml
 from app.questions.bank import load_bank, write_bank
 from app.questions.schema import MIN_WRONG_SOLUTIONS
 from app.verify.engine.forbid import CHECKS_MARK
-from tests.exercises.conftest import EXERCISE_BANK
+from tests.factories import EXERCISE_BANK
 
 
 def _copy(tmp_path: Path) -> Path:

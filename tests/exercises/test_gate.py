@@ -25,8 +25,8 @@ from app.settings import Settings
 from app.verify import gate, service
 from app.verify.models import Verdict
 from app.verify.worker import Worker
-from tests.exercises.conftest import EXERCISE_BANK, SLUG, SOLUTION, STARTER
-from tests.factories import import_folder
+from tests.exercises.helpers import SLUG, SOLUTION, STARTER
+from tests.factories import EXERCISE_BANK, import_folder
 
 
 def _bank(tmp_path: Path, *, solution: str = SOLUTION, starter: str = STARTER) -> Path:

@@ -24,8 +24,17 @@ from app.settings import Settings
 from app.verify import service
 from app.verify.models import PRIORITY_PRIVATE, Run
 from app.verify.worker import Worker
-from tests.exercises.conftest import EXERCISE_BANK, SLUG, SOLUTION, STARTER
-from tests.factories import count, form_fields, import_folder, learner_id, make_request, parse, parse_fragment
+from tests.exercises.helpers import SLUG, SOLUTION, STARTER
+from tests.factories import (
+    EXERCISE_BANK,
+    count,
+    form_fields,
+    import_folder,
+    learner_id,
+    make_request,
+    parse,
+    parse_fragment,
+)
 
 HX = {"HX-Request": "true"}
 SECRET = "SECRET-HIDDEN-LABEL"
@@ -242,7 +251,7 @@ def test_an_exercise_is_never_a_quiz_item_and_its_question_url_leads_to_its_page
 def test_exercise_runs_and_question_verify_runs_have_separate_budgets(
     settings: Settings, session_factory: sessionmaker[Session], tmp_path: Path
 ) -> None:
-    from tests.conftest import FIXTURE_BANK
+    from tests.factories import FIXTURE_BANK
 
     # One bank with both (an import retires what its folder does not hold).
     both = tmp_path / "bank"

@@ -24,7 +24,7 @@ from app.verify.audit import queue_published
 from app.verify.models import PRIORITY_PRIVATE, Run
 from app.verify.worker import Worker
 from tests.authoring.helpers import create_question, editor_data, htmx
-from tests.exercises.conftest import SLUG, SOLUTION, STARTER
+from tests.exercises.helpers import SLUG, SOLUTION, STARTER
 from tests.factories import FIXTURE_BANK, PASSWORD, Account, login, make_request, parse, post_account_form
 
 ROUTES = ("/runs/{id}", "/api/v1/runs/{id}")

@@ -1,14 +1,55 @@
-"""One warm engine for the whole session: its forkserver starts once (a few seconds)."""
+"""Fixtures for verify: one warm engine for the whole session (its forkserver starts once,
+in a few seconds), snippets run on it, and `ddpdrill worker` processes on the test database."""
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
 import textwrap
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from app.settings import Settings
 from app.verify.engine import Engine, Limits, RunResult
+from tests.verify.helpers import Run
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def worker_process(database_url: str, tmp_path: Path) -> Iterator[Callable[..., subprocess.Popen[bytes]]]:
+    """Starts `ddpdrill worker` processes on the test database; all are stopped afterwards."""
+    procs: list[subprocess.Popen[bytes]] = []
+
+    def start(lease_seconds: float = 30.0, concurrency: int = 1,
+              sandbox: bool = True) -> subprocess.Popen[bytes]:
+        env = {**os.environ, "DDPDRILL_DATABASE_URL": database_url,
+               "DDPDRILL_DATA_DIR": str(tmp_path / "data"),
+               "DDPDRILL_LEASE_SECONDS": str(lease_seconds),
+               "DDPDRILL_SANDBOX": "on" if sandbox else "off"}
+        with open(tmp_path / f"worker-{len(procs)}.log", "wb") as log:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "app.cli", "worker", "--concurrency", str(concurrency)],
+                cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            )
+        procs.append(proc)
+        return proc
+
+    yield start
+    for proc in procs:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+
+
+@pytest.fixture
+def fast_settings(settings: Settings) -> Settings:
+    return settings.model_copy(update={"lease_seconds": 2.0})
 
 
 @pytest.fixture(scope="session")
@@ -17,9 +58,6 @@ def engine() -> Iterator[Engine]:
     eng.start()
     yield eng
     eng.close()
-
-
-Run = Callable[..., RunResult]
 
 
 @pytest.fixture
@@ -34,6 +72,3 @@ def run(engine: Engine) -> Run:
 
     return _run
 
-
-def events(result: RunResult, rank: int, kind: str) -> list[dict[str, Any]]:
-    return [e for e in result.ranks[rank].events if e["kind"] == kind]

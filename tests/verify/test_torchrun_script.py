@@ -11,7 +11,7 @@ from pathlib import Path
 from app.questions.bank import load_bank
 from app.verify import knobs
 from app.verify.torchrun import pg_timeout_s, torchrun_script
-from tests.conftest import REAL_BANK
+from tests.factories import REAL_BANK
 
 # Bounds a broken script (a hang would otherwise last gloo's 30 minutes); on a loaded
 # 2-core machine starting two ranks alone can take ~20 s.

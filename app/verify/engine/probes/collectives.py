@@ -35,7 +35,7 @@ COLLECTIVES = (
     # DDP's constructor and buffer sync go through these two C++ bindings.
     "_broadcast_coalesced", "_verify_params_across_processes",
 )
-# What this module patches or reads in torch (tests/verify/test_torch_surface.py checks
+# What this module patches or reads in torch (tests/verify/engine/test_torch_surface.py checks
 # each exists on the pinned torch, so an upgrade that moves one fails there, loudly).
 TORCH_ATTRIBUTES = (
     *(f"torch.distributed.{name}" for name in COLLECTIVES),

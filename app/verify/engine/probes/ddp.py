@@ -25,7 +25,7 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 
 from app.verify.engine.probes.core import Recorder, error_text, now, passes_along
 
-# What this module patches or reads in torch, on the classes (tests/verify/test_torch_surface.py
+# What this module patches or reads in torch, on the classes (tests/verify/engine/test_torch_surface.py
 # checks each exists on the pinned torch).
 TORCH_ATTRIBUTES = (
     "torch.nn.parallel.DistributedDataParallel.__init__",

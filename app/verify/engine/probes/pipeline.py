@@ -28,7 +28,7 @@ TORCH_ATTRIBUTES = (
     "torch.distributed.pipelining.ScheduleGPipe",
     "torch.distributed.pipelining.Schedule1F1B",
 )
-# Read on the stage instances (checked on a real one by tests/verify/test_torch_surface.py).
+# Read on the stage instances (checked on a real one by tests/verify/engine/test_torch_surface.py).
 STAGE_INSTANCE_ATTRIBUTES = ("stage_index", "has_backward")
 
 

@@ -14,7 +14,7 @@ import textwrap
 from app.verify.engine import Engine, Limits, RunResult
 from app.verify.engine.forbid import CHECKS_MARK, compose, learner_part, split
 from app.verify.engine.runner import _Capture, _Rank
-from tests.verify.conftest import events
+from tests.verify.helpers import events
 
 TOTAL = """
 import torch

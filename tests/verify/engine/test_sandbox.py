@@ -27,11 +27,11 @@ import pytest
 from app.migrate import upgrade
 from app.settings import Settings
 from app.verify.engine import Engine, EngineFailure, RunResult, runner, sandbox
-from tests.browser.conftest import serve
 from tests.factories import FIXTURE_BANK
-from tests.verify.conftest import Run
+from tests.servers import serve
+from tests.verify.helpers import Run
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 DDP_STEP = """
 import torch, torch.nn as nn
 from torch.nn.parallel import DistributedDataParallel as DDP

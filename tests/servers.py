@@ -1,33 +1,84 @@
-"""A real `ddpdrill serve` process on the test database, for load and crash tests.
+"""Live servers for tests that talk HTTP to the app.
 
-The server runs as users run it (a subprocess of `python -m app.cli serve`), so a
-test can SIGKILL it and start it again on the same database.
+`serve` runs the app in a thread of the test process on a free port (the browser tests,
+and tests that need a real socket); `Server` is a real `ddpdrill serve` subprocess on the
+test database, for load and crash tests (the `server` fixture in tests/conftest.py starts
+them): it runs as users run it, so a test can SIGKILL it and start it again.
 """
 
 from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
-from collections.abc import Callable, Iterator
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+import uvicorn
 
-REPO = Path(__file__).resolve().parents[2]
+from app.main import create_app
+from app.migrate import upgrade
+from app.settings import Settings
+from tests.factories import import_folder
+
+REPO = Path(__file__).resolve().parents[1]
 # A server imports torch-free app code and starts in about a second; this bounds a broken start.
 SERVER_START_TIMEOUT_S = 30
+# A server in a thread starts in well under a second.
+THREAD_START_TIMEOUT_S = 15
 
 
 def _free_port() -> int:
-    import socket
-
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+@contextmanager
+def serve(settings: Settings) -> Iterator[str]:
+    """Runs the app with these settings in a thread; yields its base URL."""
+    port = _free_port()
+    settings = settings.model_copy(update={"host": "127.0.0.1", "port": port})
+    server = uvicorn.Server(uvicorn.Config(create_app(settings), host="127.0.0.1", port=port,
+                                           log_level="warning", ws="none", lifespan="on"))
+    thread = threading.Thread(target=server.run, name="live-server", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + THREAD_START_TIMEOUT_S
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            pytest.fail("the live server did not start")
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
+
+
+def database_with(folder: Path, bank: Path) -> str:
+    """A migrated SQLite file in folder with the bank imported; returns its URL."""
+    from app.db import make_engine, make_sessionmaker
+
+    url = f"sqlite:///{folder / 'live.db'}"
+    upgrade(url)
+    engine = make_engine(url)
+    import_folder(make_sessionmaker(engine), bank)
+    engine.dispose()
+    return url
+
+
+def settings_for(folder: Path, bank: Path, *, workers: int) -> Settings:
+    """Settings for a live server on its own SQLite file in folder, with the bank imported."""
+    return Settings(database_url=database_with(folder, bank), secret_key="browser-" + uuid.uuid4().hex,
+                    data_dir=folder / "data", bank_dir=bank, workers=workers)
 
 
 class Server:
@@ -79,18 +130,3 @@ class Server:
                 self.proc.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 self.kill()
-
-
-@pytest.fixture
-def server(database_url: str, loaded: None, tmp_path: Path) -> Iterator[Callable[..., Server]]:
-    """Starts `ddpdrill serve` processes on the test database (fixture bank loaded)."""
-    started: list[Server] = []
-
-    def start(**env: str) -> Server:
-        s = Server(database_url, tmp_path, {f"DDPDRILL_{k.upper()}": v for k, v in env.items()}).start()
-        started.append(s)
-        return s
-
-    yield start
-    for s in started:
-        s.stop()

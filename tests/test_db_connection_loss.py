@@ -13,9 +13,9 @@ from collections.abc import Callable
 import pytest
 from sqlalchemy import create_engine, text
 
-from tests.classroom.conftest import Server
 from tests.factories import FIXTURE, run_async
 from tests.loadclient import Client
+from tests.servers import Server
 
 SLUG = sorted(FIXTURE)[0]
 

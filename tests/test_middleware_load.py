@@ -22,9 +22,9 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.quizzes.models import Attempt, Quiz, QuizItem
 from app.verify.models import RUN_DONE, Run
-from tests.classroom.conftest import Server
 from tests.factories import FIXTURE, copy_bank, import_folder, run_async, wait_for
 from tests.loadclient import Client, Reply, answer_fields, csrf_of
+from tests.servers import Server
 
 QUIZ_ITEM = re.compile(r"^/quizzes/(?P<id>[0-9a-f-]{36})/(?P<pos>\d+)$")
 SLUGS = sorted(FIXTURE)

@@ -1,6 +1,6 @@
 """The installed `ddpdrill` command, run as a subprocess the way a user runs it.
 
-tests/test_cli.py calls the commands in-process, where the test session has
+tests/cli/test_cli.py calls the commands in-process, where the test session has
 already imported the whole app; that hid a crash a user hit (`bank import` on an
 explicit database URL found no `users` table, because only some entry points
 happened to import every model). Here each command is a fresh process started
@@ -30,7 +30,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import create_engine, text
 
-from tests.conftest import PG_ENV, scratch_pg_schema
+from tests.databases import PG_ENV, scratch_pg_schema
 from tests.factories import FIXTURE_BANK
 
 DDPDRILL = Path(sys.executable).parent / "ddpdrill"

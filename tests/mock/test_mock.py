@@ -393,8 +393,7 @@ def test_a_mock_interview_never_asks_an_exercise(
 ) -> None:
     import shutil
 
-    from tests.exercises.conftest import EXERCISE_BANK
-    from tests.factories import copy_bank, import_folder
+    from tests.factories import EXERCISE_BANK, copy_bank, import_folder
 
     # One bank with both: the fixture questions and an exercise (which has a snippet, so the
     # pick's "one question with a snippet" would otherwise reach for it).

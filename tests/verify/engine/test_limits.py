@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from app.verify.engine import Engine
-from tests.verify.conftest import Run
+from tests.verify.helpers import Run
 
 GIB = 1024**3
 

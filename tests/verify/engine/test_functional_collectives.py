@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from app.verify.engine.result import RunResult
-from tests.verify.conftest import Run, events
+from tests.verify.helpers import Run, events
 
 TP = """
 import torch, torch.nn as nn

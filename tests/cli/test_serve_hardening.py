@@ -17,9 +17,9 @@ from app.accounts import service as accounts
 from app.db import session_scope
 from app.middleware import AdmissionMiddleware
 from app.ratelimit import RateHit
-from tests.classroom.conftest import Server
 from tests.factories import parse, run_async
 from tests.loadclient import Client, csrf_of
+from tests.servers import Server
 
 WRONG = "not the password"
 

@@ -16,7 +16,7 @@ from app.questions.bank import load_bank
 from app.questions.models import Question
 from app.questions.service import import_bank
 from app.verify.models import Run, Verdict
-from tests.conftest import FIXTURE_BANK
+from tests.factories import FIXTURE_BANK
 
 
 def load(factory: sessionmaker[Session], root: Path) -> None:

@@ -19,8 +19,8 @@ from app.db import session_scope
 from app.questions.models import Question
 from app.questions.schema import Choice, QuestionDoc
 from app.questions.service import add_revision, revision_doc
-from tests.conftest import FIXTURE_BANK
-from tests.service.test_bank_verify import load
+from tests.factories import FIXTURE_BANK
+from tests.verify.test_bank_verify import load
 
 SLUG = "fixture-single"
 

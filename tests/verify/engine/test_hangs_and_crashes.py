@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.verify.conftest import Run
+from tests.verify.helpers import Run
 
 UNEVEN = """
 import time

@@ -8,7 +8,7 @@ from bs4 import BeautifulSoup
 from app.render.runs import timeline_picture
 from app.verify.engine.result import RankResult, RunResult
 from app.verify.engine.runner import pipeline_lanes
-from tests.verify.conftest import Run, events
+from tests.verify.helpers import Run, events
 
 PIPELINE = """
 import torch, torch.nn as nn

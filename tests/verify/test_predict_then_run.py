@@ -15,7 +15,7 @@ from app.settings import Settings
 from app.verify.models import Run
 from app.verify.worker import Worker
 from tests.factories import count, form_fields, parse, parse_fragment, start_quiz, text
-from tests.service.test_verify_pages import HX
+from tests.verify.test_verify_pages import HX
 
 
 def test_run_it_before_answering_records_the_prediction_then_runs(

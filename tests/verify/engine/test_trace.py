@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.verify.conftest import Run, events
+from tests.verify.helpers import Run, events
 
 
 def test_collectives_are_paired_and_count_bytes_on_gloo_sockets(run: Run) -> None:

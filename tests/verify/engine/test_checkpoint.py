@@ -10,7 +10,7 @@ from the saved layout to the new one.
 
 from __future__ import annotations
 
-from tests.verify.conftest import Run, events
+from tests.verify.helpers import Run, events
 
 SAVE_ON_TWO_LOAD_ON_FOUR = """
 import os, torch, torch.distributed as dist

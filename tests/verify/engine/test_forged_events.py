@@ -15,8 +15,8 @@ import pytest
 
 from app.verify.engine.events import MALFORMED_EVENT_TYPE, MalformedEvent, parse_event
 from app.verify.engine.result import RunResult
-from tests.verify.conftest import Run, events
-from tests.verify.forgery import EXAMPLES, junk_lines, random_lines, rejected_lines
+from tests.verify.engine.forgery import EXAMPLES, junk_lines, random_lines, rejected_lines
+from tests.verify.helpers import Run, events
 
 FORGER = """
 import base64, os, sys, time

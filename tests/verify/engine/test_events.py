@@ -16,7 +16,7 @@ from app.verify.engine import runner
 from app.verify.engine.events import MALFORMED_EVENT_TYPE, SCHEMAS, MalformedEvent, parse_event
 from app.verify.engine.limits import Limits
 from app.verify.engine.result import RunResult
-from tests.verify.forgery import EXAMPLES, junk_lines, line, random_lines, rejected_lines
+from tests.verify.engine.forgery import EXAMPLES, junk_lines, line, random_lines, rejected_lines
 
 SEED = 20_240_613
 

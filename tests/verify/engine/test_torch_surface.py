@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from importlib import metadata
 
-from tests.verify.conftest import Run
+from tests.verify.helpers import Run
 
 PINNED_TORCH = "2.13.0"
 

@@ -25,7 +25,7 @@ from app.verify import gate, service
 from app.verify.models import Verdict
 from app.verify.worker import Worker
 from tests.factories import TESTS
-from tests.service.test_bank_verify import load
+from tests.verify.test_bank_verify import load
 
 VARIANT_BANK = TESTS / "fixtures" / "variant_bank"
 SLUG = "allreduce-bytes-per-rank"
