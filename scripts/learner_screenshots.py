@@ -20,8 +20,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from playwright.sync_api import sync_playwright
 
 from app.identity import LEARNER_COOKIE, signed_learner
-from tests.browser.conftest import REAL_BANK, serve, settings_for
 from tests.browser.history import practise
+from tests.factories import REAL_BANK
+from tests.servers import serve, settings_for
 
 OUT = Path(__file__).resolve().parent.parent / "docs" / "screenshots"
 HEIGHTS = {1280: 800, 390: 844}

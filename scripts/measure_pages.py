@@ -23,9 +23,10 @@ from playwright.sync_api import sync_playwright
 from app.accounts import service as accounts
 from app.db import make_engine, make_sessionmaker, session_scope
 from app.identity import LEARNER_COOKIE, signed_learner
-from tests.browser.conftest import REAL_BANK, serve, settings_for
 from tests.browser.history import practise
 from tests.browser.layout import page_size, small_targets, svg_text_sizes, top_of
+from tests.factories import REAL_BANK
+from tests.servers import serve, settings_for
 
 PASSWORD = "a long enough password"
 # --shots DIR saves a full-page picture of every measured page there.
