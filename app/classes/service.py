@@ -670,19 +670,22 @@ def _recall_sums(db_session: Session, now: datetime, members: list[Any],
     `curves`."""
     # Each card's stability and whole days since its review, once; then the curve, summed per
     # member and topic. (FSRS keeps stability above zero; a card without one sums as null, 0.)
+    # The stability is the column generated from the card's JSON, and every column read here
+    # is in the index ix_review_cards_learner_recall: no card's row is read, no JSON parsed.
     # Mastery counts a card only if its last review recalled it (review.CardState.mastery):
-    # the rating of its newest log, one index lookup per card; no log counts as recalled.
+    # the rating of its newest log, one index lookup per card; no log counts as recalled
+    # (coalesce: the subquery once per card, where `IS NULL OR !=` ran it twice on SQLite).
     last_rating = (select(ReviewLog.rating).where(ReviewLog.card_id == ReviewCard.id)
                    .order_by(ReviewLog.id.desc()).limit(1).correlate(ReviewCard).scalar_subquery())
     cards = (select(ClassMember.id.label("mid"), Question.topic.label("topic"),
-                    ReviewCard.card["stability"].as_float().label("stability"),
+                    ReviewCard.stability.label("stability"),
                     _elapsed_days(db_session, now).label("days"))
              .select_from(ClassMember)
              .join(ReviewCard, ReviewCard.learner_id == ClassMember.learner_id)
              .join(Question, and_(Question.id == ReviewCard.question_id,
                                   Question.status == STATUS_PUBLISHED))
              .where(*members, ReviewCard.last_review.is_not(None),
-                    or_(last_rating.is_(None), last_rating != int(Rating.Again)))).subquery()
+                    func.coalesce(last_rating, 0) != int(Rating.Again))).subquery()
     days = cast(case((cards.c.days < 0, 0.0), else_=cards.c.days), Float)
     stmt = select(cards.c.mid, cards.c.topic)
     decay: Any
