@@ -556,8 +556,9 @@ def _question_work(db_session: Session, class_id: int, member_id: int | None,
     if member_id is not None:
         where.append(m.id == member_id)
     # Every (member, assignment, question) with the moment its work starts to count, made
-    # first (MATERIALIZED): then each is one lookup in the attempts' (learner, question)
-    # index. Left to itself, SQLite walked every attempt of each learner once per assignment.
+    # first (MATERIALIZED): then each is one lookup in the attempts' (learner, question, time,
+    # variant, score) index, which holds all it reads of them. Left to itself, SQLite walked
+    # every attempt of each learner once per assignment.
     pairs = (select(a.id.label("aid"), m.id.label("mid"), m.learner_id.label("lid"),
                     aq.question_id.label("qid"), aq.variant.label("variant"),
                     case((a.opens_at > m.joined_at, a.opens_at), else_=m.joined_at).label("since"))

@@ -1,10 +1,14 @@
-"""review_cards.stability, generated from the card's JSON, and an index for class mastery.
+"""The class page's indexes: review_cards.stability, generated from the card's JSON, with
+an index for class mastery; the attempts' (learner, question) index widened to cover the
+class page's lookups.
 
 The class page sums FSRS recall over every card of a class's members; reading each card's
 row and parsing its JSON for the stability was most of that work. The column is generated
 by the database from the JSON (virtual on SQLite, stored on PostgreSQL), so no write path
 has to keep it; the index (learner, question, last review, stability) answers the sum
-without reading the cards' rows.
+without reading the cards' rows. The work on assignments looks up every (member, question)
+pair's attempts since a date: (learner, question, created_at, variant, score) answers that
+from the index (it replaces (learner, question), which it serves as well).
 
 Revision ID: classes_0011
 Revises: classes_0010
@@ -36,8 +40,13 @@ def upgrade() -> None:
                                             nullable=True))
     op.create_index("ix_review_cards_learner_recall", "review_cards",
                     ["learner_id", "question_id", "last_review", "stability"])
+    op.create_index("ix_attempts_learner_question_time", "attempts",
+                    ["learner_id", "question_id", "created_at", "variant", "score"])
+    op.drop_index("ix_attempts_learner_question", table_name="attempts")
 
 
 def downgrade() -> None:
+    op.create_index("ix_attempts_learner_question", "attempts", ["learner_id", "question_id"])
+    op.drop_index("ix_attempts_learner_question_time", table_name="attempts")
     op.drop_index("ix_review_cards_learner_recall", table_name="review_cards")
     op.drop_column("review_cards", "stability")
