@@ -23,9 +23,22 @@ from datetime import datetime
 from typing import Any
 
 from fsrs import Rating
-from sqlalchemy import Float, and_, case, cast, delete, extract, func, literal, or_, select, union_all
+from sqlalchemy import (
+    Float,
+    and_,
+    case,
+    cast,
+    delete,
+    exists,
+    extract,
+    func,
+    literal,
+    or_,
+    select,
+    union_all,
+)
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, aliased
 
 from app.accounts.models import User
 from app.classes.models import (
@@ -687,10 +700,14 @@ def _recall_sums(db_session: Session, now: datetime, members: list[Any],
     # The stability is the column generated from the card's JSON, and every column read here
     # is in the index ix_review_cards_learner_recall: no card's row is read, no JSON parsed.
     # Mastery counts a card only if its last review recalled it (review.CardState.mastery):
-    # the rating of its newest log, one index lookup per card; no log counts as recalled
-    # (coalesce: the subquery once per card, where `IS NULL OR !=` ran it twice on SQLite).
-    last_rating = (select(ReviewLog.rating).where(ReviewLog.card_id == ReviewCard.id)
-                   .order_by(ReviewLog.id.desc()).limit(1).correlate(ReviewCard).scalar_subquery())
+    # no card whose newest log (the highest id) is a miss; no log counts as recalled. Said as
+    # NOT EXISTS, PostgreSQL answers it with one anti-join (a subquery per card ordering its
+    # logs cost it ~30 ms for 20,000 cards) and SQLite with index lookups per card as before.
+    missed, newer = aliased(ReviewLog), aliased(ReviewLog)
+    missed_last = (select(missed.id).where(
+        missed.card_id == ReviewCard.id, missed.rating == int(Rating.Again),
+        ~exists().where(newer.card_id == missed.card_id, newer.id > missed.id))
+        .correlate(ReviewCard))
     cards = (select(ClassMember.id.label("mid"), Question.topic.label("topic"),
                     ReviewCard.stability.label("stability"),
                     _elapsed_days(db_session, now).label("days"))
@@ -699,7 +716,7 @@ def _recall_sums(db_session: Session, now: datetime, members: list[Any],
              .join(Question, and_(Question.id == ReviewCard.question_id,
                                   Question.status == STATUS_PUBLISHED))
              .where(*members, ReviewCard.last_review.is_not(None),
-                    func.coalesce(last_rating, 0) != int(Rating.Again))).subquery()
+                    ~exists(missed_last))).subquery()
     days = cast(case((cards.c.days < 0, 0.0), else_=cards.c.days), Float)
     stmt = select(cards.c.mid, cards.c.topic)
     decay: Any
