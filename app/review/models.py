@@ -27,7 +27,7 @@ OUTCOME_NO_BETTER = "no_better"
 OUTCOME_TOO_FEW = "too_few"
 
 
-class card_stability(FunctionElement[float]):  # noqa: N801 (a SQL function's name)
+class CardStability(FunctionElement[float]):
     """The FSRS stability in a review card's JSON, as the database reads it: what the
     `stability` column is generated from (SQL_OF_STABILITY, per dialect)."""
 
@@ -43,9 +43,9 @@ SQL_OF_STABILITY = {
 }
 
 
-@compiles(card_stability, "sqlite")
-@compiles(card_stability, "postgresql")
-def _stability_sql(_element: card_stability, compiler: SQLCompiler, **_kw: Any) -> str:
+@compiles(CardStability, "sqlite")
+@compiles(CardStability, "postgresql")
+def _stability_sql(_element: CardStability, compiler: SQLCompiler, **_kw: Any) -> str:
     return SQL_OF_STABILITY[compiler.dialect.name]
 
 
@@ -69,7 +69,7 @@ class ReviewCard(Base):
     due: Mapped[datetime] = mapped_column(index=True)
     reps: Mapped[int] = mapped_column(default=0, server_default="0")
     last_review: Mapped[datetime | None]
-    stability: Mapped[float | None] = mapped_column(Computed(card_stability()))
+    stability: Mapped[float | None] = mapped_column(Computed(CardStability()))
 
     __table_args__ = (
         UniqueConstraint("learner_id", "question_id"),
