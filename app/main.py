@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import sqlite3
@@ -128,7 +129,12 @@ def _to_login(request: Request, exc: LoginRequired) -> Response:
     return render_error(request, 401, exc.message)
 
 
-def create_app(settings: Settings | None = None) -> FastAPI:
+def create_app(settings: Settings | None = None, *, freeze_heap: bool = False) -> FastAPI:
+    """The web app. `freeze_heap` (the served app, not the tests' many): once started, the
+    objects alive then (the modules, the app, its routes and templates) are moved out of the
+    garbage collector's reach (gc.freeze). Otherwise each full collection walks all ~200,000
+    of them: on a page that builds many objects, such as a class page of 200 members, that
+    was a fifth of its CPU time (docs/performance.md, "The class page")."""
     settings = settings or get_settings()
     engine = make_engine(settings.resolved_database_url, pool_size=settings.threads)
     # Said once, at start-up, before any run: whether snippets will be confined.
@@ -157,6 +163,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             pool.start()
             fits = FitWorker(app.state.sessionmaker, settings, clock=app.state.clock)
             fits.start()
+        if freeze_heap:
+            gc.collect()
+            gc.freeze()
         yield
         if pool is not None:
             pool.shutdown(timeout=30)
@@ -284,3 +293,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         return render_error(request, 422, "A number in the request is out of range.")
 
     return app
+
+
+def served_app() -> FastAPI:
+    """The app as `ddpdrill serve` runs it in each of several processes (uvicorn's factory)."""
+    return create_app(freeze_heap=True)

@@ -141,19 +141,26 @@ def heat_rows(report: service.ClassReport) -> Markup:
         for row in report.members))
 
 
+# A status as the completion table shows it: the badge, styled by the status.
+_BADGES = {st: f'<span class="st st-{st.replace(" ", "-")}">{st}</span>' for st in (
+    service.STATUS_NOT_OPEN, service.STATUS_NOT_STARTED, service.STATUS_IN_PROGRESS,
+    service.STATUS_OVERDUE, service.STATUS_DONE, service.STATUS_LATE)}
+
+
 def completion_rows(report: service.ClassReport) -> Markup:
     """The completion table's rows: per member and assignment the status and, once it means
     something, the score in percent."""
+    opening = [(ar.assignment.id, ar.assignment, f'<td data-assignment="{ar.assignment.id}">')
+               for ar in report.assignments]
     lines = []
     for row in report.members:
         cells = [_member_th(row, True)]
-        for ar in report.assignments:
-            aid = ar.assignment.id
-            w = row.work.get(aid)
-            st = report.status(row, ar.assignment)
+        work, statuses = row.work, row.statuses
+        for aid, a, td in opening:
+            w = work.get(aid)
+            st = statuses.get(aid) or report.status(row, a)
             score = f" {round(w.score * 100)}%" if w and (w.done_at or not w.started) else ""
-            cells.append(f'<td data-assignment="{aid}"><span class="st st-{st.replace(" ", "-")}">'
-                         f"{st}</span>{score}</td>")
+            cells.append(f"{td}{_BADGES[st]}{score}</td>")
         lines.append("".join(cells) + "</tr>")
     return Markup("\n".join(lines))
 

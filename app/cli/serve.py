@@ -69,7 +69,7 @@ def serve(
         from app.main import create_app
 
         out.print(f"DDP Drill on http://{host}:{port}")
-        uvicorn.run(create_app(settings), host=host, port=port, log_level="info",
+        uvicorn.run(create_app(settings, freeze_heap=True), host=host, port=port, log_level="info",
                     **_proxy_options(settings))
         return
     # Several processes: uvicorn's own supervisor starts them (and restarts one that dies).
@@ -83,7 +83,7 @@ def serve(
                        "DDPDRILL_PORT": str(port)})
     try:
         out.print(f"DDP Drill on http://{host}:{port} ({processes} web processes)")
-        uvicorn.run("app.main:create_app", factory=True, host=host, port=port,
+        uvicorn.run("app.main:served_app", factory=True, host=host, port=port,
                     **_proxy_options(settings),
                     workers=processes, log_level="info")
     finally:

@@ -66,7 +66,11 @@ class Attempt(Base):
     confidence: Mapped[str | None] = mapped_column(String(8))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
-    __table_args__ = (Index("ix_attempts_learner_question", "learner_id", "question_id"),)
+    # Beyond (learner, question), what a class page reads of each attempt it finds (when,
+    # which variant, the score), so its thousands of lookups read no attempt's row
+    # (app.classes.service._question_work; migration classes_0011).
+    __table_args__ = (Index("ix_attempts_learner_question_time", "learner_id", "question_id",
+                            "created_at", "variant", "score"),)
 
 
 CONFIDENCE_LEVELS = ("guessing", "unsure", "sure")

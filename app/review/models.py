@@ -5,8 +5,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ForeignKey, Index, String, Text, UniqueConstraint
+from sqlalchemy import Computed, Float, ForeignKey, Index, String, Text, UniqueConstraint
+from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.orm import Mapped, mapped_column
+from sqlalchemy.sql.compiler import SQLCompiler
+from sqlalchemy.sql.functions import FunctionElement
 
 from app.db import Base, utcnow
 
@@ -24,11 +27,37 @@ OUTCOME_NO_BETTER = "no_better"
 OUTCOME_TOO_FEW = "too_few"
 
 
+class CardStability(FunctionElement[float]):
+    """The FSRS stability in a review card's JSON, as the database reads it: what the
+    `stability` column is generated from (SQL_OF_STABILITY, per dialect)."""
+
+    type = Float()
+    inherit_cache = True
+
+
+# The expression each database generates review_cards.stability from; the migration that
+# added the column (classes_0011) spells the same text.
+SQL_OF_STABILITY = {
+    "sqlite": "json_extract(card, '$.stability')",
+    "postgresql": "CAST((card ->> 'stability') AS DOUBLE PRECISION)",
+}
+
+
+@compiles(CardStability, "sqlite")
+@compiles(CardStability, "postgresql")
+def _stability_sql(_element: CardStability, compiler: SQLCompiler, **_kw: Any) -> str:
+    return SQL_OF_STABILITY[compiler.dialect.name]
+
+
 class ReviewCard(Base):
     """One FSRS card per learner and question (the `fsrs` package's Card.to_dict() as JSON).
 
     Keyed by question, not revision: a new revision of a question keeps its card.
-    `due` is copied out of the JSON so the queue is one indexed range scan.
+    `due` is copied out of the JSON so the queue is one indexed range scan. `stability` is
+    generated from the JSON by the database (virtual on SQLite, stored on PostgreSQL), so it
+    can never disagree with it; with `last_review` it is indexed per learner and question,
+    so a class's mastery is summed from the index alone, no card's JSON parsed
+    (docs/performance.md, "The class page").
     """
 
     __tablename__ = "review_cards"
@@ -40,10 +69,13 @@ class ReviewCard(Base):
     due: Mapped[datetime] = mapped_column(index=True)
     reps: Mapped[int] = mapped_column(default=0, server_default="0")
     last_review: Mapped[datetime | None]
+    stability: Mapped[float | None] = mapped_column(Computed(CardStability()))
 
     __table_args__ = (
         UniqueConstraint("learner_id", "question_id"),
         Index("ix_review_cards_learner_due", "learner_id", "due"),
+        Index("ix_review_cards_learner_recall", "learner_id", "question_id", "last_review",
+              "stability"),
     )
 
 
