@@ -124,8 +124,8 @@ def walk(page: Any, width: int, rows: list[list[Any]], now: datetime) -> None:
     measure(page, "quiz end", rows)
 
     # Verify, then the same question with another world size: two runs compared.
-    page.goto("/questions/averaged-gradient-world-size")
-    page.locator("#answer-input").fill("2.5")
+    page.goto("/questions/ring-attention-kv-sends")
+    page.locator("#answer-input").fill("3")
     page.locator(".verify-button").click()
     page.locator("#verify-result .run.done").wait_for(timeout=120_000)
     measure(page, "verify", rows)
