@@ -5,7 +5,8 @@ The request path (docs/architecture.md): middleware (app.middleware) → these d
 the view (a plain `def`, run in the thread pool) → services → models. The session is a
 yield dependency with `scope="function"`: FastAPI runs its exit — commit, or roll back if
 the view raised — after the view returns and before the response is sent, so a failed
-commit is an error the client sees, never a success that lost its data.
+commit is an error the client sees, never a success that lost its data. A hot view wrapped
+in `commits_in_view` commits in its own thread instead, with the same guarantee.
 """
 
 from __future__ import annotations
@@ -50,7 +51,8 @@ async def _session(request: Request, *, write: bool) -> AsyncIterator[Session]:
     """One transaction per request, committed when the view returns, rolled back if it raised.
 
     Making the session does no I/O (it connects on first use, in the view's thread), so it
-    is made here on the event loop; the commit runs in a pool thread.
+    is made here on the event loop; the commit runs in a pool thread, unless the view
+    committed already in its own (commits_in_view).
 
     A request that may write first takes one of the process's write slots
     (DDPDRILL_WRITE_THREADS), held until its commit. On SQLite this makes the process's
