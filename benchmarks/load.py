@@ -108,7 +108,9 @@ if URL.startswith("sqlite"):
     def _begin(conn):
         conn.exec_driver_sql("BEGIN IMMEDIATE")
 else:
-    engine = create_engine(URL, pool_size=48, max_overflow=0, pool_timeout=5)
+    # Few connections: the app's own processes may hold 40 each, in the same run, of the
+    # 100 PostgreSQL allows by default; at most 8 queries at once on two cores is no limit.
+    engine = create_engine(URL, pool_size=8, max_overflow=0, pool_timeout=30)
 Session = sessionmaker(bind=engine)
 
 app = FastAPI()
@@ -292,7 +294,10 @@ async def main_async(args: argparse.Namespace, server: str, bare: str,
     tokens: dict[int, str] = {}
 
     async def html_setup(c: Client) -> None:
-        tokens[id(c)] = csrf_of((await c.get("/questions/fixture-single")).text)
+        page = await c.get("/questions/fixture-single")
+        if page.status != 200:
+            raise SystemExit(f"the question page answered {page.status}: {page.text[:2000]}")
+        tokens[id(c)] = csrf_of(page.text)
 
     await run("HTML answer submit", server, html_setup,
               lambda i, c, k: c.post_form(f"/questions/{slugs[k % 3]}/answer",
@@ -392,6 +397,11 @@ def main() -> None:
             if not args.only_class:
                 rounds = [asyncio.run(main_async(args, server, bare, floor))
                           for _ in range(args.rounds)]
+        except BaseException:
+            log = folder / "server.log"
+            if log.exists():  # the server's own account of what went wrong
+                print("".join(log.read_text(errors="replace").splitlines(True)[-80:]), file=sys.stderr)
+            raise
         finally:
             for proc in procs:
                 os.killpg(proc.pid, signal.SIGTERM)
