@@ -5,15 +5,17 @@ The request path (docs/architecture.md): middleware (app.middleware) → these d
 the view (a plain `def`, run in the thread pool) → services → models. The session is a
 yield dependency with `scope="function"`: FastAPI runs its exit — commit, or roll back if
 the view raised — after the view returns and before the response is sent, so a failed
-commit is an error the client sees, never a success that lost its data.
+commit is an error the client sees, never a success that lost its data. A hot view wrapped
+in `commits_in_view` commits in its own thread instead, with the same guarantee.
 """
 
 from __future__ import annotations
 
+import functools
 import ipaddress
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Annotated, Any
+from typing import Annotated, Any, ParamSpec, TypeVar
 
 import anyio
 import anyio.to_thread
@@ -30,6 +32,8 @@ from app.csrf import require_csrf
 from app.errors import Busy, Forbidden, LoginRequired
 from app.settings import Settings
 
+P = ParamSpec("P")
+R = TypeVar("R")
 # Requests with these methods only read; the few GET views that write take WriteSessionDep.
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
@@ -47,7 +51,8 @@ async def _session(request: Request, *, write: bool) -> AsyncIterator[Session]:
     """One transaction per request, committed when the view returns, rolled back if it raised.
 
     Making the session does no I/O (it connects on first use, in the view's thread), so it
-    is made here on the event loop; the commit runs in a pool thread.
+    is made here on the event loop; the commit runs in a pool thread, unless the view
+    committed already in its own (commits_in_view).
 
     A request that may write first takes one of the process's write slots
     (DDPDRILL_WRITE_THREADS), held until its commit. On SQLite this makes the process's
@@ -77,8 +82,13 @@ async def _session(request: Request, *, write: bool) -> AsyncIterator[Session]:
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(_finish, session, False)
             raise
-        with anyio.CancelScope(shield=True):
-            await anyio.to_thread.run_sync(_finish, session, True)
+        if session.in_transaction():
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(_finish, session, True)
+        else:
+            # Committed in the view's own thread (commits_in_view): closing a session that
+            # holds no connection does no I/O, so no second thread hand-off for it.
+            session.close()
     finally:
         if slot:
             assert limiter is not None
@@ -98,6 +108,24 @@ async def get_write_session(request: Request) -> AsyncIterator[Session]:
     """A session that may write, for the GET views that do (on SQLite it begins IMMEDIATE)."""
     async with _session(request, write=True) as session:
         yield session
+
+
+def commits_in_view(view: Callable[P, R]) -> Callable[P, R]:
+    """A plain `def` view whose request session is committed in the view's own thread as it
+    returns, instead of in a second pool thread by the session dependency's exit: one thread
+    hand-off fewer per request, for the requests a class sends most (docs/performance.md).
+    What the client sees is unchanged: a failed commit is the view's error, so the dependency
+    rolls back and the error is answered; a view that raised commits nothing."""
+
+    @functools.wraps(view)
+    def committing(*args: P.args, **kwargs: P.kwargs) -> R:
+        result = view(*args, **kwargs)
+        for value in kwargs.values():
+            if isinstance(value, Session) and value.in_transaction():
+                value.commit()
+        return result
+
+    return committing
 
 
 SessionDep = Annotated[Session, Depends(get_session, scope="function")]

@@ -1,21 +1,32 @@
-"""A class at once: the real server against a bare FastAPI endpoint, 64 clients each.
+"""A class at once: the real server against two references, 64 clients each.
 
     .venv/bin/python benchmarks/load.py [--clients 64] [--seconds 5] [--warmup 1] [--rounds N]
                                         [--database-url URL] [--processes N]
+                                        [--class 200] [--class-seconds 60] [--class-warmup 10]
 
-Starts `ddpdrill serve` (the fixture bank, one in-process worker) and, in the same
-run, a bare FastAPI app with one endpoint that parses a small JSON body and returns
-JSON, under the same uvicorn settings. Then, for each workload in turn, 64 clients
-(each its own connection and cookies, as browsers have) send requests back to back,
---warmup seconds untimed and then --seconds timed: the bare endpoint, API answer
-submits, HTML answer submits (the form post a browser makes, answered with the graded
-page) and cached Verify requests.
-Prints throughput, p50 and p99 for each and its throughput as a share of the bare
-endpoint's. Without --database-url the server uses a fresh SQLite file; with one
-(PostgreSQL) it uses that database, which must be migrated (`ddpdrill db upgrade`)
-and is loaded with the fixture bank if empty. --processes N runs `serve --processes N`
-(PostgreSQL only) and the bare endpoint as N uvicorn workers too. Figures go in
-docs/performance.md.
+Starts `ddpdrill serve` (the fixture bank, one in-process worker) and, in the same run,
+two reference apps under the same uvicorn settings: a bare FastAPI endpoint that parses
+a small JSON body and returns JSON, and the floor of the app's own stack, a minimal
+FastAPI + SQLAlchemy route (a plain `def`, a session per request) that reads one row
+and inserts one, on an SQLite file of its own with the app's pragmas (or, with
+--database-url, a schema of its own in that database). Then, for each workload in
+turn, 64 clients (each its own connection and cookies, as browsers have) send requests
+back to back, --warmup seconds untimed and then --seconds timed: the two references,
+API answer submits, HTML answer submits (the form post a browser makes, answered with
+the graded page) and cached Verify requests. Prints throughput, p50 and p99 for each and
+its throughput as a share of the bare endpoint's and of the floor's.
+
+--class N first runs a class as it arrives, open loop, against the same server: N
+learners, each its own client and cookies, arriving over the first 5 s, each in a loop
+of loading a question page (the HTML), answering it through the API and thinking 2.5 to
+7.5 s (uniformly); --class-warmup seconds untimed, then --class-seconds timed. Prints
+the pages' and the answers' p50 and p99 and the errors.
+
+Without --database-url the server uses a fresh SQLite file; with one (PostgreSQL) it
+uses that database, which must be migrated (`ddpdrill db upgrade`) and is loaded with
+the fixture bank if empty. --processes N runs `serve --processes N` (PostgreSQL only)
+and both references as N uvicorn workers too (uvicorn's own supervisor, as `serve`
+uses). Figures go in docs/performance.md.
 """
 
 from __future__ import annotations
@@ -23,6 +34,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -56,6 +68,70 @@ class Body(BaseModel):
 def bare(body: Body) -> dict[str, object]:
     return {"answer": body.answer, "correct": True}
 '''
+# The floor of the app's own stack: FastAPI, a plain `def` route in the thread pool, a
+# SQLAlchemy session per request that reads one row and inserts one. The engine is made
+# as app/db.py makes it: on SQLite the same pragmas, SQLAlchemy beginning the
+# transactions, IMMEDIATE for one that writes; on PostgreSQL no pre-ping.
+FLOOR_APP = '''
+import os
+
+from fastapi import FastAPI
+from pydantic import BaseModel
+from sqlalchemy import (Boolean, Column, ForeignKey, Integer, MetaData, String, Table,
+                        create_engine, event, insert, select)
+from sqlalchemy.orm import sessionmaker
+
+URL = os.environ["LOAD_FLOOR_DATABASE_URL"]
+metadata = MetaData(schema=os.environ.get("LOAD_FLOOR_SCHEMA") or None)
+question = Table("question", metadata, Column("id", Integer, primary_key=True),
+                 Column("slug", String(100), unique=True, nullable=False),
+                 Column("answer", String(100), nullable=False))
+attempt = Table("attempt", metadata, Column("id", Integer, primary_key=True),
+                Column("question_id", ForeignKey(question.c.id), nullable=False),
+                Column("answer", String(100), nullable=False),
+                Column("correct", Boolean, nullable=False))
+
+if URL.startswith("sqlite"):
+    engine = create_engine(URL, connect_args={"check_same_thread": False, "timeout": 10},
+                           pool_size=40, max_overflow=8, pool_timeout=5)
+
+    @event.listens_for(engine, "connect")
+    def _pragmas(dbapi_connection, _record):
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        for pragma in ("journal_mode=WAL", "foreign_keys=ON", "busy_timeout=10000",
+                       "synchronous=NORMAL"):
+            cursor.execute(f"PRAGMA {pragma}")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _begin(conn):
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+else:
+    # Few connections: the app's own processes may hold 40 each, in the same run, of the
+    # 100 PostgreSQL allows by default; at most 8 queries at once on two cores is no limit.
+    engine = create_engine(URL, pool_size=8, max_overflow=0, pool_timeout=30)
+Session = sessionmaker(bind=engine)
+
+app = FastAPI()
+
+
+class Body(BaseModel):
+    slug: str
+    answer: str
+
+
+@app.post("/floor")
+def floor(body: Body) -> dict[str, object]:
+    with Session() as session, session.begin():
+        row = session.execute(select(question.c.id, question.c.answer)
+                              .where(question.c.slug == body.slug)).one()
+        correct = body.answer == row.answer
+        session.execute(insert(attempt).values(question_id=row.id, answer=body.answer,
+                                               correct=correct))
+    return {"answer": body.answer, "correct": correct}
+'''
+FLOOR_SCHEMA = "load_floor"
 
 
 def wait_up(url: str, proc: subprocess.Popen[bytes]) -> None:
@@ -91,24 +167,64 @@ def start_server(folder: Path, database_url: str | None,
     return proc, url
 
 
-def start_bare(folder: Path, processes: int) -> tuple[subprocess.Popen[bytes], str]:
-    (folder / "bare_app.py").write_text(BARE_APP)
+def start_reference(folder: Path, module: str, path: str, processes: int,
+                    env: dict[str, str]) -> tuple[subprocess.Popen[bytes], str]:
+    """One reference app (`module`.py in `folder`) under the uvicorn settings `ddpdrill serve`
+    uses: uvicorn.run(app, host, port, log_level="info"), or with N > 1 processes uvicorn's
+    own supervisor (workers=N, which needs the app as an import string)."""
     port = free_port()
-    # The same uvicorn settings `ddpdrill serve` uses: uvicorn.run(app, host, port,
-    # log_level="info"), or app.webprocs.serve_processes (a listening socket per process)
-    # as `serve --processes` runs it.
-    code = ("import sys, uvicorn; sys.path.insert(0, sys.argv[1]); sys.path.insert(0, sys.argv[4]); "
-            "from app.webprocs import reserve, serve_processes; n, port = int(sys.argv[3]), "
-            "int(sys.argv[2]); serve_processes('bare_app:app', reserve('127.0.0.1', port), "
-            "processes=n, log_level='info') if n > 1 else uvicorn.run('bare_app:app', "
-            "host='127.0.0.1', port=port, log_level='info')")
-    proc = subprocess.Popen([sys.executable, "-c", code, str(folder), str(port), str(processes),
-                             str(REPO)],
-                            stdout=open(folder / "bare.log", "wb"),  # noqa: SIM115
+    code = ("import sys, uvicorn; n = int(sys.argv[3]); "
+            "uvicorn.run(sys.argv[2], host='127.0.0.1', port=int(sys.argv[4]), "
+            "log_level='info', app_dir=sys.argv[1], workers=n if n > 1 else None)")
+    proc = subprocess.Popen([sys.executable, "-c", code, str(folder), f"{module}:app",
+                             str(processes), str(port)],
+                            env={**os.environ, **env},
+                            stdout=open(folder / f"{module}.log", "wb"),  # noqa: SIM115
                             stderr=subprocess.STDOUT, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
-    wait_up(url + "/bare", proc)
+    wait_up(url + path, proc)
     return proc, url
+
+
+def start_bare(folder: Path, processes: int) -> tuple[subprocess.Popen[bytes], str]:
+    (folder / "bare_app.py").write_text(BARE_APP)
+    return start_reference(folder, "bare_app", "/bare", processes, {})
+
+
+def start_floor(folder: Path, database_url: str | None,
+                processes: int) -> tuple[subprocess.Popen[bytes], str]:
+    """The floor app, on a fresh SQLite file in `folder` or a fresh schema of its own in the
+    PostgreSQL database; its tables are made here, before its processes start."""
+    from sqlalchemy import create_engine, insert, text
+
+    (folder / "floor_app.py").write_text(FLOOR_APP)
+    url = database_url or f"sqlite:///{folder / 'floor.sqlite3'}"
+    env = {"LOAD_FLOOR_DATABASE_URL": url, "LOAD_FLOOR_SCHEMA": FLOOR_SCHEMA if database_url else ""}
+    os.environ.update(env)
+    sys.path.insert(0, str(folder))
+    import floor_app  # type: ignore[import-not-found]
+
+    engine = create_engine(url)
+    with engine.begin() as conn:
+        if database_url:
+            conn.execute(text(f"DROP SCHEMA IF EXISTS {FLOOR_SCHEMA} CASCADE"))
+            conn.execute(text(f"CREATE SCHEMA {FLOOR_SCHEMA}"))
+        floor_app.metadata.create_all(conn)
+        conn.execute(insert(floor_app.question),
+                     [{"slug": slug, "answer": answer} for slug, answer in ANSWERS.items()])
+    engine.dispose()
+    floor_app.engine.dispose()
+    return start_reference(folder, "floor_app", "/floor", processes, env)
+
+
+def drop_floor(database_url: str | None) -> None:
+    if database_url:
+        from sqlalchemy import create_engine, text
+
+        engine = create_engine(database_url)
+        with engine.begin() as conn:
+            conn.execute(text(f"DROP SCHEMA IF EXISTS {FLOOR_SCHEMA} CASCADE"))
+        engine.dispose()
 
 
 async def drive(clients: list[Client], seconds: float,
@@ -151,7 +267,8 @@ async def prepare_verify(url: str) -> None:
     await client.close()
 
 
-async def main_async(args: argparse.Namespace, server: str, bare: str) -> list[tuple[str, Timings]]:
+async def main_async(args: argparse.Namespace, server: str, bare: str,
+                     floor: str) -> list[tuple[str, Timings]]:
     n = args.clients
     results: list[tuple[str, Timings]] = []
     await prepare_verify(server)
@@ -165,17 +282,22 @@ async def main_async(args: argparse.Namespace, server: str, bare: str) -> list[t
         await asyncio.gather(*(c.close() for c in clients))
 
     slugs = sorted(ANSWERS)
-    await run("bare FastAPI endpoint", bare, None,
-              lambda i, c, k: c.post_json("/bare", {"answer": "b"}), {200})
-    # The app's floor: its middleware, one pool thread and one database read, no more.
-    await run("/healthz (the app's floor)", server, None, lambda i, c, k: c.get("/healthz"), {200})
+    await run(BARE, bare, None, lambda i, c, k: c.post_json("/bare", {"answer": "b"}), {200})
+    await run(FLOOR, floor, None,
+              lambda i, c, k: c.post_json("/floor", {"slug": slugs[k % 3],
+                                                     "answer": ANSWERS[slugs[k % 3]]}), {200})
+    # The app's own floor: its middleware, one pool thread and one database read, no more.
+    await run("/healthz", server, None, lambda i, c, k: c.get("/healthz"), {200})
     await run("API answer submit", server, None,
               lambda i, c, k: c.post_json(f"/api/v1/questions/{slugs[k % 3]}/attempts",
                                           {"answer": ANSWERS[slugs[k % 3]]}), {200})
     tokens: dict[int, str] = {}
 
     async def html_setup(c: Client) -> None:
-        tokens[id(c)] = csrf_of((await c.get("/questions/fixture-single")).text)
+        page = await c.get("/questions/fixture-single")
+        if page.status != 200:
+            raise SystemExit(f"the question page answered {page.status}: {page.text[:2000]}")
+        tokens[id(c)] = csrf_of(page.text)
 
     await run("HTML answer submit", server, html_setup,
               lambda i, c, k: c.post_form(f"/questions/{slugs[k % 3]}/answer",
@@ -185,6 +307,54 @@ async def main_async(args: argparse.Namespace, server: str, bare: str) -> list[t
               lambda i, c, k: c.post_json("/api/v1/questions/fixture-single/verify", {"params": {}}),
               {200})
     return results
+
+
+async def a_class(url: str, learners: int, seconds: float, warmup: float,
+                  arrival_s: float = 5.0, think_s: tuple[float, float] = (2.5, 7.5),
+                  seed: int = 1) -> tuple[Timings, Timings, int]:
+    """`learners` learners arrive over `arrival_s` and each loops: load a question page, answer
+    it through the API, think. Open loop: a slow reply delays only its own learner. Returns the
+    pages' and the answers' timings (those sent after `warmup`) and the answers sent."""
+    rng = random.Random(seed)
+    pages, answers = Timings(), Timings()
+    slugs = sorted(ANSWERS)
+    start = time.monotonic()
+    timed, stop = start + warmup, start + warmup + seconds
+    sent = 0
+
+    async def timed_request(timings: Timings, request: Awaitable[Reply]) -> None:
+        at = time.monotonic()
+        try:
+            reply = await request
+        except Exception as exc:
+            timings.errors.append(f"{type(exc).__name__}: {exc}")
+            return
+        if reply.status != 200:
+            timings.errors.append(str(reply.status))
+        elif at >= timed:
+            timings.seconds.append(reply.seconds)
+
+    async def learner(i: int) -> None:
+        nonlocal sent
+        client = Client(url)
+        await asyncio.sleep(rng.uniform(0, arrival_s))
+        k = rng.randrange(3)
+        while time.monotonic() < stop:
+            slug = slugs[k % 3]
+            await timed_request(pages, client.get(f"/questions/{slug}"))
+            await timed_request(answers, client.post_json(f"/api/v1/questions/{slug}/attempts",
+                                                          {"answer": ANSWERS[slug]}))
+            sent += 1
+            k += 1
+            await asyncio.sleep(rng.uniform(*think_s))
+        await client.close()
+
+    await asyncio.gather(*(learner(i) for i in range(learners)))
+    return pages, answers, sent
+
+
+BARE = "bare FastAPI endpoint"
+FLOOR = "FastAPI + SQLAlchemy floor"
 
 
 def main() -> None:
@@ -198,42 +368,82 @@ def main() -> None:
     parser.add_argument("--database-url", default=None)
     parser.add_argument("--processes", type=int, default=1,
                         help="web processes of `serve` (PostgreSQL only), and uvicorn workers "
-                             "of the bare endpoint")
+                             "of the two references")
     parser.add_argument("--rounds", type=int, default=1,
                         help="run every workload this many times, in turn, and pool the requests "
                              "(a two-core machine's figures vary ±15%% from one 5 s run to the next)")
+    parser.add_argument("--class", dest="learners", type=int, default=0,
+                        help="first run a class of this many learners (open loop)")
+    parser.add_argument("--class-seconds", type=float, default=60.0)
+    parser.add_argument("--class-warmup", type=float, default=10.0)
+    parser.add_argument("--only-class", action="store_true",
+                        help="run the class and none of the closed-loop workloads")
     args = parser.parse_args()
+    klass: tuple[Timings, Timings, int] | None = None
+    rounds: list[list[tuple[str, Timings]]] = []
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        server_proc, server = start_server(folder, args.database_url, args.processes)
-        bare_proc, bare = start_bare(folder, args.processes)
+        procs: list[subprocess.Popen[bytes]] = []
         try:
-            rounds = [asyncio.run(main_async(args, server, bare)) for _ in range(args.rounds)]
+            server_proc, server = start_server(folder, args.database_url, args.processes)
+            procs.append(server_proc)
+            bare_proc, bare = start_bare(folder, args.processes)
+            procs.append(bare_proc)
+            floor_proc, floor = start_floor(folder, args.database_url, args.processes)
+            procs.append(floor_proc)
+            if args.learners:
+                klass = asyncio.run(a_class(server, args.learners, args.class_seconds,
+                                            args.class_warmup))
+            if not args.only_class:
+                rounds = [asyncio.run(main_async(args, server, bare, floor))
+                          for _ in range(args.rounds)]
+        except BaseException:
+            log = folder / "server.log"
+            if log.exists():  # the server's own account of what went wrong
+                print("".join(log.read_text(errors="replace").splitlines(True)[-80:]), file=sys.stderr)
+            raise
         finally:
-            for proc in (server_proc, bare_proc):
+            for proc in procs:
                 os.killpg(proc.pid, signal.SIGTERM)
                 proc.wait(timeout=60)
+            drop_floor(args.database_url)
+    db = "PostgreSQL" if args.database_url else "SQLite"
+    if klass is not None:
+        pages, answers, sent = klass
+        print(f"A class of {args.learners} learners, {db}, {args.processes} web process(es): "
+              f"{args.class_seconds:g} s timed after {args.class_warmup:g} s untimed; "
+              f"{sent} answers in all ({sent / (args.class_warmup + args.class_seconds):.0f}/s)")
+        print(f"{'':10} {'timed':>7} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8} {'errors':>7}")
+        for name, t in (("page", pages), ("answer", answers)):
+            print(f"{name:10} {len(t.seconds):7d} {t.percentile(50) * 1000:8.1f} "
+                  f"{t.percentile(99) * 1000:8.1f} {t.percentile(100) * 1000:8.1f} "
+                  f"{len(t.errors):7d}")
+            if t.errors:
+                print(f"    errors: {sorted(set(t.errors))[:5]}")
+    if not rounds:
+        return
     results = [(name, Timings.pooled([r[i][1] for r in rounds]))
                for i, (name, _) in enumerate(rounds[0])]
     seconds = args.seconds * args.rounds
-    base = len(results[0][1].seconds) / seconds
-    db = "PostgreSQL" if args.database_url else "SQLite"
+    rates = {name: len(t.seconds) / seconds for name, t in results}
     print(f"{args.clients} clients, {args.seconds:g} s per workload after {args.warmup:g} s "
           f"untimed, {args.rounds} round(s), {db}, {args.processes} web process(es)")
-    print(f"{'workload':28} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'errors':>7} {'vs bare':>8}")
+    print(f"{'workload':28} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'errors':>7} "
+          f"{'vs bare':>8} {'vs floor':>9}")
     for name, t in results:
-        rate = len(t.seconds) / seconds
+        rate = rates[name]
         print(f"{name:28} {rate:8.0f} {t.percentile(50) * 1000:8.1f} {t.percentile(99) * 1000:8.1f} "
-              f"{len(t.errors):7d} {rate / base:8.0%}")
+              f"{len(t.errors):7d} {rate / rates[BARE]:8.0%} {rate / rates[FLOOR]:9.2f}")
         if t.errors:
             print(f"    errors: {sorted(set(t.errors))[:5]}")
     if args.rounds > 1:
         # Pooled percentiles mix rounds run at different machine speeds (a slow round's
         # median becomes the pool's tail); each round's own p99 shows the spread within one.
-        print("p99 ms of each round:")
+        print("req/s and p99 ms of each round:")
         for i, (name, _) in enumerate(results):
-            rounds_p99 = "  ".join(f"{r[i][1].percentile(99) * 1000:.0f}" for r in rounds)
-            print(f"  {name:26} {rounds_p99}")
+            each = "  ".join(f"{len(r[i][1].seconds) / args.seconds:.0f} "
+                             f"({r[i][1].percentile(99) * 1000:.0f})" for r in rounds)
+            print(f"  {name:26} {each}")
 
 
 if __name__ == "__main__":

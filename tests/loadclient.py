@@ -33,6 +33,10 @@ class Reply:
         return json.loads(self.body)
 
 
+class _ClosedBeforeReply(ConnectionError):
+    """The server closed the connection without a byte of reply."""
+
+
 class Client:
     """One visitor: a keep-alive connection and a cookie jar."""
 
@@ -53,6 +57,8 @@ class Client:
             self._writer = self._reader = None
 
     async def _connect(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        if self._reader is not None and self._reader.at_eof():
+            await self.close()  # the server closed the idle connection (its keep-alive timeout)
         if self._reader is None or self._writer is None or self._writer.is_closing():
             self._reader, self._writer = await asyncio.open_connection(self.host, self.port)
         return self._reader, self._writer
@@ -60,9 +66,19 @@ class Client:
     async def request(self, method: str, path: str, *, body: bytes = b"",
                       headers: dict[str, str] | None = None) -> Reply:
         start = time.perf_counter()
+        # A kept-alive connection the server closed while it was idle, just as the request went
+        # out, is answered by nothing at all; a browser then resends on a new connection, once.
+        reused = self._writer is not None and not self._writer.is_closing()
         try:
-            reply = await asyncio.wait_for(self._exchange(method, path, body, headers or {}),
-                                           self.timeout_s)
+            try:
+                reply = await asyncio.wait_for(self._exchange(method, path, body, headers or {}),
+                                               self.timeout_s)
+            except (ConnectionResetError, _ClosedBeforeReply):
+                if not reused:
+                    raise
+                await self.close()
+                reply = await asyncio.wait_for(self._exchange(method, path, body, headers or {}),
+                                               self.timeout_s)
         except BaseException:
             await self.close()
             raise
@@ -80,7 +96,7 @@ class Client:
         await writer.drain()
         status_line = await reader.readline()
         if not status_line:
-            raise ConnectionError("the server closed the connection")
+            raise _ClosedBeforeReply("the server closed the connection")
         status = int(status_line.split()[1])
         got: dict[str, str] = {}
         close = False

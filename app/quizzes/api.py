@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Header
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 
-from app.deps import API_BUSY, API_ERROR, ClockDep, CurrentLearner, SessionDep
+from app.deps import API_BUSY, API_ERROR, ClockDep, CurrentLearner, SessionDep, commits_in_view
 from app.questions.schema import QuestionDoc
 from app.questions.schemas import part_out
 from app.quizzes.grading import correct_answer, grade
@@ -70,10 +70,11 @@ def _step_out(stepped: Stepped) -> AttemptOut:
                               "answer, with 409), or a step out of turn."},
                         422: {"description": "Not an answer to this question, or no such "
                                              "variant or part."}})
+@commits_in_view
 def post_attempt(
     slug: str, body: AttemptIn, db_session: SessionDep, learner_id: CurrentLearner,
     clock: ClockDep, idempotency_key: Annotated[str | None, Header(max_length=64)] = None,
-) -> AttemptOut | JSONResponse:
+) -> AttemptOut | Response:
     """Grade an answer to one variant and schedule its review card. Replaying the same
     Idempotency-Key returns the first result with 409.
 
@@ -107,5 +108,8 @@ def post_attempt(
         out = _graded_out(attempt_doc(db_session, a), attempt_id=a.id, variant=a.variant,
                           score=a.score, correct=a.correct, answer=a.answer, first=False)
         return JSONResponse(out.model_dump(), status_code=409)
-    return _graded_out(doc, attempt_id=attempt.id, variant=variant, score=g.score,
-                       correct=g.correct, answer=g.answer)
+    # Serialized here, in the view's thread: returned as a model, FastAPI would validate it
+    # again in a pool thread of its own (one thread hand-off more per answer).
+    out = _graded_out(doc, attempt_id=attempt.id, variant=variant, score=g.score,
+                      correct=g.correct, answer=g.answer)
+    return Response(out.model_dump_json(by_alias=True), media_type="application/json")

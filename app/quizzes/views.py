@@ -20,6 +20,7 @@ from app.deps import (
     SettingsDep,
     WriteSessionDep,
     client_ip,
+    commits_in_view,
     is_htmx,
     notify_workers,
 )
@@ -57,6 +58,7 @@ router = APIRouter(include_in_schema=False)
 
 
 @router.get("/questions/{slug}")
+@commits_in_view
 def question_page(
     request: Request, slug: str, db_session: SessionDep, learner_id: CurrentLearner,
 ) -> Response:
@@ -99,6 +101,7 @@ def _predicted_run(
 
 
 @router.post("/questions/{slug}/answer")
+@commits_in_view
 def answer_page(
     request: Request, slug: str, form: FormDep, background: BackgroundTasks, db_session: SessionDep,
     settings: SettingsDep, learner_id: CurrentLearner, clock: ClockDep, _: CSRF,
