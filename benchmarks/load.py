@@ -1,7 +1,7 @@
 """A class at once: the real server against two references, 64 clients each.
 
     .venv/bin/python benchmarks/load.py [--clients 64] [--seconds 5] [--warmup 1] [--rounds N]
-                                        [--database-url URL] [--processes N]
+                                        [--database-url URL] [--processes N [--balanced]]
                                         [--class 200] [--class-seconds 60] [--class-warmup 10]
 
 Starts `ddpdrill serve` (the fixture bank, one in-process worker) and, in the same run,
@@ -26,7 +26,10 @@ Without --database-url the server uses a fresh SQLite file; with one (PostgreSQL
 uses that database, which must be migrated (`ddpdrill db upgrade`) and is loaded with
 the fixture bank if empty. --processes N runs `serve --processes N` (PostgreSQL only)
 and both references as N uvicorn workers too (uvicorn's own supervisor, as `serve`
-uses). Figures go in docs/performance.md.
+uses). With --balanced, the N web processes are N separate `serve` processes on ports
+of their own, the clients spread over them in turn, as a reverse proxy balancing over N
+ports spreads browsers (docs/deploy.md): the kernel's accept on one shared socket hands
+most connections of a burst to one process. Figures go in docs/performance.md.
 """
 
 from __future__ import annotations
@@ -149,18 +152,19 @@ def wait_up(url: str, proc: subprocess.Popen[bytes]) -> None:
     raise SystemExit(f"{url} did not start")
 
 
-def start_server(folder: Path, database_url: str | None,
-                 processes: int) -> tuple[subprocess.Popen[bytes], str]:
+def start_server(folder: Path, database_url: str | None, processes: int,
+                 log: str = "server.log") -> tuple[subprocess.Popen[bytes], str]:
     port = free_port()
     env = {**os.environ, "DDPDRILL_DATA_DIR": str(folder / "data"),
-           "DDPDRILL_BANK_DIR": str(FIXTURE_BANK), "DDPDRILL_WORKERS": "1"}
+           "DDPDRILL_BANK_DIR": str(FIXTURE_BANK), "DDPDRILL_WORKERS": "1",
+           "DDPDRILL_SECRET_KEY": "load-benchmark-secret-key-0123456789abcdef0123456789"}
     if database_url:
         env["DDPDRILL_DATABASE_URL"] = database_url
         subprocess.run([sys.executable, "-m", "app.cli", "bank", "import", str(FIXTURE_BANK)],
                        cwd=REPO, env=env, check=True, stdout=subprocess.DEVNULL)
     proc = subprocess.Popen([sys.executable, "-m", "app.cli", "serve", "--port", str(port),
                              "--processes", str(processes)],
-                            cwd=REPO, env=env, stdout=open(folder / "server.log", "wb"),  # noqa: SIM115
+                            cwd=REPO, env=env, stdout=open(folder / log, "wb"),  # noqa: SIM115
                             stderr=subprocess.STDOUT, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     wait_up(url + "/healthz", proc)
@@ -267,15 +271,17 @@ async def prepare_verify(url: str) -> None:
     await client.close()
 
 
-async def main_async(args: argparse.Namespace, server: str, bare: str,
+async def main_async(args: argparse.Namespace, servers: list[str], bare: str,
                      floor: str) -> list[tuple[str, Timings]]:
     n = args.clients
     results: list[tuple[str, Timings]] = []
-    await prepare_verify(server)
+    server: str | list[str] = servers if len(servers) > 1 else servers[0]
+    await prepare_verify(servers[0])
 
-    async def run(name: str, url: str, setup: Callable[[Client], Awaitable[None]] | None,
+    async def run(name: str, url: str | list[str], setup: Callable[[Client], Awaitable[None]] | None,
                   one: Callable[[int, Client, int], Awaitable[Reply]], ok: set[int]) -> None:
-        clients = [Client(url) for _ in range(n)]
+        urls = [url] if isinstance(url, str) else url
+        clients = [Client(urls[i % len(urls)]) for i in range(n)]
         if setup is not None:
             await asyncio.gather(*(setup(c) for c in clients))
         results.append((name, await drive(clients, args.seconds, one, ok, args.warmup)))
@@ -369,6 +375,9 @@ def main() -> None:
     parser.add_argument("--processes", type=int, default=1,
                         help="web processes of `serve` (PostgreSQL only), and uvicorn workers "
                              "of the two references")
+    parser.add_argument("--balanced", action="store_true",
+                        help="with --processes N: N separate `serve` processes on ports of their "
+                             "own, the clients spread over them in turn (a proxy's balancing)")
     parser.add_argument("--rounds", type=int, default=1,
                         help="run every workload this many times, in turn, and pool the requests "
                              "(a two-core machine's figures vary ±15%% from one 5 s run to the next)")
@@ -385,8 +394,19 @@ def main() -> None:
         folder = Path(tmp)
         procs: list[subprocess.Popen[bytes]] = []
         try:
-            server_proc, server = start_server(folder, args.database_url, args.processes)
-            procs.append(server_proc)
+            servers: list[str] = []
+            if args.balanced:
+                if args.processes < 2 or not args.database_url:
+                    raise SystemExit("--balanced needs --processes N > 1 and --database-url")
+                for i in range(args.processes):
+                    server_proc, url = start_server(folder, args.database_url, 1, f"server-{i}.log")
+                    procs.append(server_proc)
+                    servers.append(url)
+            else:
+                server_proc, url = start_server(folder, args.database_url, args.processes)
+                procs.append(server_proc)
+                servers.append(url)
+            server = servers[0]
             bare_proc, bare = start_bare(folder, args.processes)
             procs.append(bare_proc)
             floor_proc, floor = start_floor(folder, args.database_url, args.processes)
@@ -395,7 +415,7 @@ def main() -> None:
                 klass = asyncio.run(a_class(server, args.learners, args.class_seconds,
                                             args.class_warmup))
             if not args.only_class:
-                rounds = [asyncio.run(main_async(args, server, bare, floor))
+                rounds = [asyncio.run(main_async(args, servers, bare, floor))
                           for _ in range(args.rounds)]
         except BaseException:
             log = folder / "server.log"
@@ -426,8 +446,10 @@ def main() -> None:
                for i, (name, _) in enumerate(rounds[0])]
     seconds = args.seconds * args.rounds
     rates = {name: len(t.seconds) / seconds for name, t in results}
+    shape = (f"{args.processes} separate `serve` processes, clients spread over them"
+             if args.balanced else f"{args.processes} web process(es)")
     print(f"{args.clients} clients, {args.seconds:g} s per workload after {args.warmup:g} s "
-          f"untimed, {args.rounds} round(s), {db}, {args.processes} web process(es)")
+          f"untimed, {args.rounds} round(s), {db}, {shape}")
     print(f"{'workload':28} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'errors':>7} "
           f"{'vs bare':>8} {'vs floor':>9}")
     for name, t in results:
