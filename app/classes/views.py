@@ -131,14 +131,29 @@ def _member_th(row: service.MemberRow, with_id: bool) -> str:
     return f'<tr data-member="{escape(row.member.pseudonym)}"><th scope="row">{name}{tag}</th>'
 
 
+# Every heatmap cell there can be, made once: by shade, then by percent. A level is the count
+# of MASTERY_LEVELS' bounds a mastery reaches (service.mastery_level), worked out inline
+# below for 8,000 cells rather than by a call each.
+_HEAT_CELLS = [[f"<td class=m{lv}>{pct}</td>" for pct in range(101)]
+               for lv in range(len(service.MASTERY_LEVELS) + 1)]
+
+
 def heat_rows(report: service.ClassReport) -> Markup:
     """The mastery heatmap's rows: per member a cell per topic, shaded by level, its percent
     as text."""
+    b1, b2, b3, b4 = service.MASTERY_LEVELS
+    cells = _HEAT_CELLS
     level = service.mastery_level
-    return Markup("\n".join(
-        _member_th(row, False)
-        + "".join([f"<td class=m{level(v)}>{round(v * 100)}</td>" for v in row.mastery]) + "</tr>"
-        for row in report.members))
+    lines = []
+    for row in report.members:
+        values = row.mastery
+        if not values or (min(values) >= 0.0 and max(values) <= 1.0):
+            tds = "".join([cells[(v >= b1) + (v >= b2) + (v >= b3) + (v >= b4)][round(v * 100)]
+                           for v in values])
+        else:  # a mastery outside 0..1, were there one: formatted as it is
+            tds = "".join([f"<td class=m{level(v)}>{round(v * 100)}</td>" for v in values])
+        lines.append(_member_th(row, False) + tds + "</tr>")
+    return Markup("\n".join(lines))
 
 
 # A status as the completion table shows it: the badge, styled by the status.
@@ -167,11 +182,16 @@ def completion_rows(report: service.ClassReport) -> Markup:
 
 def behind_items(report: service.ClassReport) -> Markup:
     """Who is behind, as list items: most overdue first, the overdue assignments named."""
-    return Markup("\n".join(
-        f'<li data-member="{escape(row.member.pseudonym)}"><strong>{escape(row.username)}</strong> '
-        f"({escape(row.member.pseudonym)}): {len(row.overdue)} overdue — "
-        + ", ".join(str(escape(a.title)) for a in row.overdue) + "</li>"
-        for row in report.behind))
+    # Each assignment's title escaped once, not once per member behind on it.
+    titles = {ar.assignment.id: str(escape(ar.assignment.title)) for ar in report.assignments}
+    lines = []
+    for row in report.behind:
+        pseudonym = escape(row.member.pseudonym)
+        lines.append(f'<li data-member="{pseudonym}"><strong>{escape(row.username)}</strong> '
+                     f"({pseudonym}): {len(row.overdue)} overdue — "
+                     + ", ".join([titles.get(a.id) or str(escape(a.title)) for a in row.overdue])
+                     + "</li>")
+    return Markup("\n".join(lines))
 
 
 @router.get("/classes/{class_id}")
