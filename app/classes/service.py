@@ -18,6 +18,7 @@ import random
 import secrets
 import uuid
 from bisect import bisect_right
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -52,7 +53,7 @@ from app.classes.models import (
     ClassMember,
     Classroom,
 )
-from app.db import UTCDateTime
+from app.db import READ_ONLY, UTCDateTime
 from app.errors import Conflict, InvalidInput
 from app.mock import service as mock
 from app.mock.models import MockInterview
@@ -807,6 +808,15 @@ class ClassReport:
                                                       self.now)
 
 
+def _mastery_apart(db_session: Session, class_id: int, now: datetime, member_id: int | None,
+                   ) -> tuple[list[tuple[str, str]], dict[int, list[float]]]:
+    """mastery_by_member in a session of its own, on the same database, that only reads (on
+    SQLite it takes no write lock, whatever the request's session holds)."""
+    bind = db_session.get_bind().execution_options(**{READ_ONLY: True})
+    with Session(bind=bind) as own:
+        return mastery_by_member(db_session=own, class_id=class_id, now=now, member_id=member_id)
+
+
 def class_report(*, db_session: Session, classroom: Classroom, now: datetime,
                  member_id: int | None = None) -> ClassReport:
     """Everything the class page shows, for the class's current members (or one of them):
@@ -818,11 +828,16 @@ def class_report(*, db_session: Session, classroom: Classroom, now: datetime,
     if member_id is not None:
         stmt = stmt.where(ClassMember.id == member_id)
     members = db_session.execute(stmt.order_by(func.lower(User.username))).all()
-    work = _question_work(db_session, classroom.id, member_id)
-    if any(a.kind == KIND_MOCK for a in assignments):
-        work.update(_mock_work(db_session, classroom.id, member_id, now))
-    topics, mastery = mastery_by_member(db_session=db_session, class_id=classroom.id, now=now,
-                                        member_id=member_id)
+    # Mastery and the work are the report's two big reads and need nothing of each other, so
+    # mastery runs on a second connection of its own in a pool thread meanwhile: the
+    # database does the two at once (SQLite's C code lets go of the GIL while it steps, and
+    # PostgreSQL runs them in two backends). Only committed rows are read, as a page does.
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="class-mastery") as pool:
+        mastery_read = pool.submit(_mastery_apart, db_session, classroom.id, now, member_id)
+        work = _question_work(db_session, classroom.id, member_id)
+        if any(a.kind == KIND_MOCK for a in assignments):
+            work.update(_mock_work(db_session, classroom.id, member_id, now))
+        topics, mastery = mastery_read.result()
     rows = [AssignmentRow(a) for a in assignments]
     by_member: dict[int, dict[int, Work]] = {}
     for (mid, aid), w in work.items():
