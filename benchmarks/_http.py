@@ -1,5 +1,5 @@
 """What the HTTP benchmarks share: a free local port, a `ddpdrill serve` to measure, one
-browser's keep-alive JSON client, and percentiles."""
+browser's keep-alive JSON client, percentiles, and a scratch PostgreSQL schema."""
 
 from __future__ import annotations
 
@@ -10,11 +10,31 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from urllib.parse import quote
 
 REPO = Path(__file__).resolve().parent.parent
+
+
+@contextmanager
+def scratch_schema(postgresql_url: str) -> Iterator[str]:
+    """A URL for a new, empty schema in that PostgreSQL database, dropped on leaving."""
+    from sqlalchemy import create_engine, text
+
+    schema = f"bench_{uuid.uuid4().hex[:10]}"
+    admin = create_engine(postgresql_url)
+    with admin.begin() as conn:
+        conn.execute(text(f'CREATE SCHEMA "{schema}"'))
+    sep = "&" if "?" in postgresql_url else "?"
+    try:
+        yield f"{postgresql_url}{sep}options={quote(f'-csearch_path={schema}')}"
+    finally:
+        with admin.begin() as conn:
+            conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
+        admin.dispose()
 
 
 def free_port() -> int:

@@ -31,9 +31,8 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
-from _http import JsonClient, percentile, running_server
+from _http import JsonClient, percentile, running_server, scratch_schema
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -41,7 +40,7 @@ sys.path.insert(0, str(REPO))
 from fsrs import Card, Rating  # noqa: E402
 from fsrs.scheduler import DEFAULT_PARAMETERS  # noqa: E402
 from itsdangerous import URLSafeTimedSerializer  # noqa: E402
-from sqlalchemy import create_engine, event, insert, select, text  # noqa: E402
+from sqlalchemy import event, insert, select  # noqa: E402
 
 from app.accounts.models import Learner, User  # noqa: E402
 from app.accounts.sessions import SESSION_COOKIE  # noqa: E402
@@ -298,18 +297,8 @@ def main() -> int:
     tmp = Path(tempfile.mkdtemp(prefix="ddpdrill-bench-db-"))
     ok = run(f"sqlite:///{tmp / 'bench.db'}", "sqlite")
     if args.postgresql:
-        schema = f"bench_{uuid.uuid4().hex[:10]}"
-        admin = create_engine(args.postgresql)
-        with admin.begin() as conn:
-            conn.execute(text(f'CREATE SCHEMA "{schema}"'))
-        sep = "&" if "?" in args.postgresql else "?"
-        url = f"{args.postgresql}{sep}options={quote(f'-csearch_path={schema}')}"
-        try:
+        with scratch_schema(args.postgresql) as url:
             ok &= run(url, "postgresql")
-        finally:
-            with admin.begin() as conn:
-                conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
-            admin.dispose()
     return 0 if ok else 1
 
 

@@ -26,13 +26,14 @@ import time
 import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from urllib.parse import quote
+
+from _http import scratch_schema
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from fastapi.testclient import TestClient  # noqa: E402
-from sqlalchemy import create_engine, insert, select, text  # noqa: E402
+from sqlalchemy import insert, select, text  # noqa: E402
 
 from app.accounts import service as accounts  # noqa: E402
 from app.accounts.models import Learner  # noqa: E402
@@ -171,17 +172,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         measure(f"sqlite:///{Path(tmp) / 'bench.db'}", "SQLite")
     if args.postgresql:
-        schema = f"bench_{uuid.uuid4().hex[:10]}"
-        admin = create_engine(args.postgresql)
-        with admin.begin() as conn:
-            conn.execute(text(f'CREATE SCHEMA "{schema}"'))
-        sep = "&" if "?" in args.postgresql else "?"
-        try:
-            measure(f"{args.postgresql}{sep}options={quote(f'-csearch_path={schema}')}", "PostgreSQL")
-        finally:
-            with admin.begin() as conn:
-                conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
-            admin.dispose()
+        with scratch_schema(args.postgresql) as url:
+            measure(url, "PostgreSQL")
 
 
 if __name__ == "__main__":

@@ -28,15 +28,14 @@ import time
 import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from urllib.parse import quote
 
-from _http import JsonClient, percentile, running_server
+from _http import JsonClient, percentile, running_server, scratch_schema
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from fsrs import Card, Rating  # noqa: E402
-from sqlalchemy import create_engine, insert, select, text  # noqa: E402
+from sqlalchemy import insert, select  # noqa: E402
 
 from app.accounts.models import Learner  # noqa: E402
 from app.db import make_engine, make_sessionmaker  # noqa: E402
@@ -195,18 +194,8 @@ def main() -> int:
     tmp = Path(tempfile.mkdtemp(prefix="ddpdrill-bench-db-"))
     ok = run(f"sqlite:///{tmp / 'bench.db'}", "sqlite")
     if args.postgresql:
-        schema = f"bench_{uuid.uuid4().hex[:10]}"
-        admin = create_engine(args.postgresql)
-        with admin.begin() as conn:
-            conn.execute(text(f'CREATE SCHEMA "{schema}"'))
-        sep = "&" if "?" in args.postgresql else "?"
-        url = f"{args.postgresql}{sep}options={quote(f'-csearch_path={schema}')}"
-        try:
+        with scratch_schema(args.postgresql) as url:
             ok &= run(url, "postgresql")
-        finally:
-            with admin.begin() as conn:
-                conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
-            admin.dispose()
     return 0 if ok else 1
 
 
