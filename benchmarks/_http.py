@@ -11,7 +11,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import quote
@@ -35,6 +35,24 @@ def scratch_schema(postgresql_url: str) -> Iterator[str]:
         with admin.begin() as conn:
             conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
         admin.dispose()
+
+
+def on_both_databases(run: Callable[[str, str], bool], description: str) -> int:
+    """The command line of a benchmark that measures on a fresh SQLite file and, with
+    --postgresql URL, in a scratch schema there too: `run(url, label)` says whether its
+    targets were met; the exit status is 0 when every one was."""
+    import argparse
+    import tempfile
+
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--postgresql", help="a PostgreSQL URL to measure on as well")
+    args = parser.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="ddpdrill-bench-db-"))
+    ok = run(f"sqlite:///{tmp / 'bench.db'}", "sqlite")
+    if args.postgresql:
+        with scratch_schema(args.postgresql) as url:
+            ok &= run(url, "postgresql")
+    return 0 if ok else 1
 
 
 def free_port() -> int:

@@ -19,7 +19,6 @@ Usage: .venv/bin/python benchmarks/fsrs_fit.py [--quality]
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 import tempfile
 import time
@@ -29,7 +28,6 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from fsrs import Card, Scheduler  # noqa: E402
 from fsrs.scheduler import DEFAULT_PARAMETERS  # noqa: E402
 
 from app.db import make_engine, make_sessionmaker, session_scope  # noqa: E402
@@ -38,31 +36,18 @@ from app.review import fitting  # noqa: E402
 from app.review import service as review  # noqa: E402
 from app.review.worker import FitWorker  # noqa: E402
 from app.settings import Settings  # noqa: E402
-from tests.factories import FAST_FORGETTER, T0, seed_review_log, synthetic_reviews  # noqa: E402
+from tests.factories import (  # noqa: E402
+    FAST_FORGETTER,
+    T0,
+    interval_error,
+    seed_review_log,
+    synthetic_reviews,
+)
 
 
 def _reviews(logs: list) -> list[fitting.Review]:  # type: ignore[type-arg]
     return [fitting.Review(g.card_id, int(g.rating), g.review_datetime, g.review_duration)
             for g in logs]
-
-
-def interval_error(parameters: object, logs: list) -> float:  # type: ignore[type-arg]
-    mine = Scheduler(parameters=parameters, enable_fuzzing=False)  # type: ignore[arg-type]
-    truth = Scheduler(parameters=FAST_FORGETTER, enable_fuzzing=False)
-    by_card: dict[int, list] = {}  # type: ignore[type-arg]
-    for g in sorted(logs, key=lambda g: g.review_datetime):
-        by_card.setdefault(g.card_id, []).append(g)
-    total, n = 0.0, 0
-    for cid, seq in by_card.items():
-        a = b = Card(card_id=cid, due=seq[0].review_datetime)
-        for g in seq:
-            a, _ = mine.review_card(a, g.rating, review_datetime=g.review_datetime)
-            b, _ = truth.review_card(b, g.rating, review_datetime=g.review_datetime)
-            true_s = (b.due - g.review_datetime).total_seconds()
-            if true_s >= 86400:
-                total += abs(math.log((a.due - g.review_datetime).total_seconds() / true_s))
-                n += 1
-    return total / n
 
 
 def clock(fn):  # type: ignore[no-untyped-def]

@@ -19,7 +19,6 @@ Usage: .venv/bin/python benchmarks/learner_pages.py [--postgresql URL]
 
 from __future__ import annotations
 
-import argparse
 import json
 import random
 import sys
@@ -29,7 +28,7 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from _http import JsonClient, percentile, running_server, scratch_schema
+from _http import JsonClient, on_both_databases, percentile, running_server
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -188,15 +187,7 @@ def run(url: str, label: str) -> bool:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--postgresql", help="a PostgreSQL URL to measure on as well")
-    args = parser.parse_args()
-    tmp = Path(tempfile.mkdtemp(prefix="ddpdrill-bench-db-"))
-    ok = run(f"sqlite:///{tmp / 'bench.db'}", "sqlite")
-    if args.postgresql:
-        with scratch_schema(args.postgresql) as url:
-            ok &= run(url, "postgresql")
-    return 0 if ok else 1
+    return on_both_databases(run, __doc__.split("\n")[0])
 
 
 if __name__ == "__main__":

@@ -281,6 +281,32 @@ def synthetic_reviews(parameters: Any, *, cards: int, reviews: int, seed: int,
     return logs
 
 
+def interval_error(parameters: Any, logs: list[Any], truth: Any = FAST_FORGETTER) -> float:
+    """Mean |log(interval / the model's interval)| after every review of held-out histories
+    whose model interval (`truth`'s) is a day or more: how far these weights schedule from
+    the learner's real memory."""
+    import math
+
+    from fsrs import Card, Scheduler
+
+    mine = Scheduler(parameters=parameters, enable_fuzzing=False)
+    model = Scheduler(parameters=truth, enable_fuzzing=False)
+    by_card: dict[int, list[Any]] = {}
+    for g in sorted(logs, key=lambda g: g.review_datetime):
+        by_card.setdefault(g.card_id, []).append(g)
+    total, n = 0.0, 0
+    for cid, seq in by_card.items():
+        a = b = Card(card_id=cid, due=seq[0].review_datetime)
+        for g in seq:
+            a, _ = mine.review_card(a, g.rating, review_datetime=g.review_datetime)
+            b, _ = model.review_card(b, g.rating, review_datetime=g.review_datetime)
+            true_s = (b.due - g.review_datetime).total_seconds()
+            if true_s >= 86400:
+                total += abs(math.log((a.due - g.review_datetime).total_seconds() / true_s))
+                n += 1
+    return total / n
+
+
 def seed_review_log(session_factory: sessionmaker[Session], learner: str, logs: list[Any],
                     topic: str = "synthetic") -> dict[int, int]:
     """Store a synthetic log as a learner's: one question per card (in a topic of its own),

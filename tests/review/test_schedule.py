@@ -5,9 +5,7 @@ the weekly refit, the forecast on the learner's own weights, export and deletion
 from __future__ import annotations
 
 import json
-import math
 import uuid
-from collections.abc import Sequence
 from datetime import UTC, timedelta
 from typing import Any
 
@@ -43,6 +41,7 @@ from tests.factories import (
     answer,
     count,
     form_fields,
+    interval_error,
     learner_id,
     parse,
     parse_fragment,
@@ -51,27 +50,6 @@ from tests.factories import (
     synthetic_reviews,
     text,
 )
-
-
-def _interval_error(parameters: Sequence[float], logs: list[Any]) -> float:
-    """Mean |log(interval / the model's interval)| after every review of held-out histories
-    whose model interval is a day or more: how far these weights schedule from the truth."""
-    mine = Scheduler(parameters=parameters, enable_fuzzing=False)
-    truth = Scheduler(parameters=FAST_FORGETTER, enable_fuzzing=False)
-    by_card: dict[int, list[Any]] = {}
-    for g in sorted(logs, key=lambda g: g.review_datetime):
-        by_card.setdefault(g.card_id, []).append(g)
-    total, n = 0.0, 0
-    for cid, seq in by_card.items():
-        a = b = Card(card_id=cid, due=seq[0].review_datetime)
-        for g in seq:
-            a, _ = mine.review_card(a, g.rating, review_datetime=g.review_datetime)
-            b, _ = truth.review_card(b, g.rating, review_datetime=g.review_datetime)
-            true_s = (b.due - g.review_datetime).total_seconds()
-            if true_s >= 86400:
-                total += abs(math.log((a.due - g.review_datetime).total_seconds() / true_s))
-                n += 1
-    return total / n
 
 
 def _reviews(logs: list[Any]) -> list[fitting.Review]:
@@ -123,7 +101,7 @@ def test_a_fit_from_a_known_models_log_schedules_closer_to_that_model_than_the_d
     # On a log the fit never saw, made by the same model, the fitted weights schedule closer
     # to the model and predict recall better than the defaults do.
     held_out = synthetic_reviews(FAST_FORGETTER, cards=120, reviews=1500, seed=99)
-    assert _interval_error(params, held_out) < _interval_error(DEFAULT_PARAMETERS, held_out)
+    assert interval_error(params, held_out) < interval_error(DEFAULT_PARAMETERS, held_out)
     fitted_loss = fitting.log_loss(params, _reviews(held_out))
     default_loss = fitting.log_loss(DEFAULT_PARAMETERS, _reviews(held_out))
     assert fitted_loss is not None and default_loss is not None and fitted_loss < default_loss
