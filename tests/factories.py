@@ -344,6 +344,6 @@ def seed_review_log(session_factory: sessionmaker[Session], learner: str, logs: 
                                 reviewed_at=log.review_datetime,
                                 log={**log.to_dict(), "card_id": row.id}))
             row.card, row.due, row.reps = dict(card.to_dict()), card.due, len(seq)
-            row.last_review = card.last_review
+            row.last_review, row.last_rating = card.last_review, int(seq[-1].rating)
             ids[cid] = row.id
     return ids

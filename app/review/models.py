@@ -57,7 +57,9 @@ class ReviewCard(Base):
     generated from the JSON by the database (virtual on SQLite, stored on PostgreSQL), so it
     can never disagree with it; with `last_review` it is indexed per learner and question,
     so a class's mastery is summed from the index alone, no card's JSON parsed
-    (docs/performance.md, "The class page").
+    (docs/performance.md, "The class page"). `last_rating` is the rating of the card's last
+    review, written with the schedule it made (record_review): mastery counts a card only
+    if that review recalled it, and reads it here rather than searching the card's log.
     """
 
     __tablename__ = "review_cards"
@@ -70,12 +72,13 @@ class ReviewCard(Base):
     reps: Mapped[int] = mapped_column(default=0, server_default="0")
     last_review: Mapped[datetime | None]
     stability: Mapped[float | None] = mapped_column(Computed(CardStability()))
+    last_rating: Mapped[int | None]
 
     __table_args__ = (
         UniqueConstraint("learner_id", "question_id"),
         Index("ix_review_cards_learner_due", "learner_id", "due"),
-        Index("ix_review_cards_learner_recall", "learner_id", "question_id", "last_review",
-              "stability"),
+        Index("ix_review_cards_learner_recall", "learner_id", "last_review", "question_id",
+              "stability", "last_rating"),
     )
 
 

@@ -100,7 +100,8 @@ _CARD_OF = (select(ReviewCard.id, ReviewCard.card)
 _NEW_CARD = insert(ReviewCard).returning(ReviewCard.id)
 _RESCHEDULE = (update(ReviewCard).where(ReviewCard.id == bindparam("card_id"))
                .values(card=bindparam("new_card"), due=bindparam("new_due"),
-                       reps=ReviewCard.reps + 1, last_review=bindparam("reviewed")))
+                       reps=ReviewCard.reps + 1, last_review=bindparam("reviewed"),
+                       last_rating=bindparam("rating")))
 _LOG = insert(ReviewLog)
 
 
@@ -167,7 +168,7 @@ def record_review(*, db_session: Session, attempt: Attempt, confidence: str | No
     card, log = scheduler.review_card(state, rating, review_datetime=now,
                                       review_duration=attempt.time_taken_ms)
     conn.execute(_RESCHEDULE, {"card_id": card_id, "new_card": dict(card.to_dict()),
-                               "new_due": card.due, "reviewed": now})
+                               "new_due": card.due, "reviewed": now, "rating": int(rating)})
     conn.execute(_LOG, {"card_id": card_id, "learner_id": attempt.learner_id,
                         "attempt_id": attempt.id, "rating": int(rating), "reviewed_at": now,
                         "log": dict(log.to_dict())})
@@ -306,20 +307,14 @@ class CardState:
 
 def card_states(*, db_session: Session, learner_id: str) -> list[CardState]:
     """Every card of the learner, parsed once, with the rating of its last review."""
-    # Columns, not ORM objects: the dashboard reads hundreds of cards on every visit. The
-    # last rating of each card is one grouped read of the learner's logs (the newest log of
-    # a card has the largest id: logs are only ever appended).
-    latest = (select(func.max(ReviewLog.id)).where(ReviewLog.learner_id == learner_id)
-              .group_by(ReviewLog.card_id))
-    ratings = dict(db_session.execute(select(ReviewLog.card_id, ReviewLog.rating)
-                                      .where(ReviewLog.id.in_(latest))).all())
-    rows = db_session.execute(select(ReviewCard.id, ReviewCard.question_id, ReviewCard.due,
-                                     ReviewCard.card, ReviewCard.last_review)
+    # Columns, not ORM objects: the dashboard reads hundreds of cards on every visit.
+    rows = db_session.execute(select(ReviewCard.question_id, ReviewCard.due, ReviewCard.card,
+                                     ReviewCard.last_review, ReviewCard.last_rating)
                               .where(ReviewCard.learner_id == learner_id))
     scheduler = scheduler_for(db_session=db_session, learner_id=learner_id)
     return [CardState(qid, due, Card.from_dict(card) if card and reviewed is not None else None,
-                      ratings.get(card_id), scheduler)
-            for card_id, qid, due, card, reviewed in rows]
+                      rating, scheduler)
+            for qid, due, card, reviewed, rating in rows]
 
 
 def learner_cards(*, db_session: Session, learner_id: str) -> list[ReviewCard]:

@@ -39,7 +39,7 @@ def _known_cards(client: TestClient, settings: Settings,
             at = T0 - timedelta(days=days_before)
             card, log = SCHEDULER.review_card(Card(card_id=qid, due=at), rating, review_datetime=at)
             row = ReviewCard(learner_id=learner, question_id=qid, card=dict(card.to_dict()),
-                             due=card.due, reps=1, last_review=at)
+                             due=card.due, reps=1, last_review=at, last_rating=int(rating))
             s.add(row)
             s.flush()
             s.add(ReviewLog(card_id=row.id, learner_id=learner, rating=int(rating), reviewed_at=at,
