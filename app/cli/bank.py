@@ -176,6 +176,9 @@ def bank_verify(
                 if c.role != "question":
                     # An exercise's starter and wrong solutions must fail a check: say so.
                     knobs = f"{c.role_label} ({c.state}): {knobs}"
+                if c.needless:
+                    table.add_row(a.slug, escape(knobs), "run", "—", "not run", "skip")
+                    continue
                 # Measured text (torch's error messages) may contain [brackets]: escape it.
                 if c.failure:
                     table.add_row(a.slug, escape(knobs), "run", "a finished run", escape(c.failure),

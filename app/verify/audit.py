@@ -12,8 +12,8 @@ import os
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import select
@@ -27,13 +27,18 @@ from app.verify import gate, service
 from app.verify.models import RUN_DONE, RUN_FAILED, Run
 from app.verify.worker import Worker, warm_engine
 
-# How long to wait before looking again when another process holds every queued run.
-IDLE_POLL_S = 0.1
-# Runs `bank verify` always may execute at once: one per core. More only beside runs that
-# wait (see CpuAdmission): a hang question's ranks must still reach their collective well
-# inside its few-second timeout, and on a starved machine four busy runs at once on two
-# cores made one arrive too late (a false FAIL).
-AUDIT_CONCURRENCY = max(2, os.cpu_count() or 2)
+# How often the audit looks whether its runs are finished, besides each time one of its own
+# workers finishes one (another process's workers may run some).
+PENDING_POLL_S = 1.0
+# How soon a worker the admission refused asks again.
+ADMISSION_RETRY_S = 0.05
+# Runs `bank verify` always may execute at once: one per core and one more, which keeps the
+# cores busy while a run starts, ends or waits on its peers (two at once on two cores left
+# a sixth of the CPU idle). More only beside runs that wait (see CpuAdmission): a hang
+# question's ranks must still reach their collective well inside its few-second timeout,
+# and on a starved machine four busy runs at once on two cores made one arrive too late
+# (a false FAIL).
+AUDIT_CONCURRENCY = max(2, os.cpu_count() or 2) + 1
 # The most runs at once when the machine is idle. Many of the bank's runs only wait (a
 # hang waits out its 2-8 s timeout with blocked ranks), and they are most of its run time.
 AUDIT_MAX_CONCURRENCY = 8
@@ -73,14 +78,17 @@ def queue_published(factory: sessionmaker[Session]) -> int:
 
     Called after an import or a publish: workers execute the runs in the background,
     so a learner's first Verify of any of these combinations is a cache hit. Runs
-    already cached or queued are reused, so calling it again costs only reads.
+    already cached or queued are reused, so calling it again costs only reads. Of an
+    exercise's starter and wrong solutions only the first combination is queued: no
+    learner is shown a wrong solution's run, and the gate asks for the rest only of code
+    that did not fail there (audit_bank).
     """
     versions = service.engine_versions()
     count = 0
     with session_scope(factory) as s:
         for revision in _in_queue_order(s, _targets(s, None)):
             count += len(gate.request_runs(db_session=s, revision=revision, versions=versions,
-                                           requested_by="prefill"))
+                                           requested_by="prefill", first_of_each=True))
     return count
 
 
@@ -109,23 +117,62 @@ def audit_bank(
     threading.Thread(target=warm_engine, args=(settings.sandbox,), name="engine-warmup",
                      daemon=True).start()
     versions = service.engine_versions()
+    # First every combination of the questions and reference solutions, but only the first of
+    # each exercise's starter and wrong solutions: a wrong solution is shown wrong by one
+    # combination where it fails a check. The rest of those combinations are queued for code
+    # that did not fail on its first (usually none), so every one is still tried everywhere
+    # before the gate can call it passing. Each question is checked as soon as its runs are
+    # finished, while the others run.
     with session_scope(factory) as s:
         targets = _targets(s, slug)
-        run_ids: list[int] = []
+        audited = {revision_id: _Audited(target_slug, revision_id)
+                   for target_slug, revision_id in targets}
         for revision in _in_queue_order(s, targets):
-            runs = gate.request_runs(db_session=s, revision=revision, versions=versions,
-                                     requested_by="bank-verify", fresh=fresh)
-            run_ids.extend(r.id for r in runs)
-    _execute(factory, settings, run_ids, on_progress)
-    audits = []
-    with session_scope(factory) as s:
-        for target_slug, revision_id in targets:
-            current = s.get(QuestionRevision, revision_id)
-            assert current is not None
-            g = gate.check(db_session=s, revision=current, versions=versions)
-            gate.record(db_session=s, gate=g)
-            audits.append(QuestionAudit(target_slug, g))
-    return audits
+            audited[revision.id].runs = {r.id for r in gate.request_runs(
+                db_session=s, revision=revision, versions=versions, requested_by="bank-verify",
+                fresh=fresh, first_of_each=True)}
+    ran: set[int] = set().union(*(a.runs for a in audited.values()))
+    audits: dict[int, QuestionAudit] = {}
+
+    def settle(pending: set[int]) -> list[int]:
+        """Check every question whose runs have all finished: record its verdict, or queue
+        the rest of the combinations of any code that did not fail on its first. The runs
+        it queued."""
+        ready = [a for a in audited.values() if a.revision_id not in audits and not a.runs & pending]
+        if not ready:
+            return []
+        queued: list[int] = []
+        with session_scope(factory) as s:
+            for a in ready:
+                revision = s.get(QuestionRevision, a.revision_id)
+                assert revision is not None
+                g = gate.check(db_session=s, revision=revision, versions=versions, ran=ran)
+                unrun = {c.key for c in g.combos if c.run is None and not c.needless}
+                if unrun and not a.rest_queued:
+                    a.rest_queued = True
+                    more = {r.id for r in gate.request_runs(
+                        db_session=s, revision=revision, versions=versions,
+                        requested_by="bank-verify", fresh=fresh, keys=unrun)}
+                    a.runs |= more
+                    ran.update(more)
+                    queued.extend(more)
+                    continue
+                gate.record(db_session=s, gate=g)
+                audits[a.revision_id] = QuestionAudit(a.slug, g)
+        return queued
+
+    _execute(factory, settings, sorted(ran), on_progress, settle)
+    return [audits[revision_id] for _, revision_id in targets]
+
+
+@dataclass
+class _Audited:
+    """One question of an audit: the runs asked for it so far."""
+
+    slug: str
+    revision_id: int
+    runs: set[int] = field(default_factory=set)
+    rest_queued: bool = False
 
 
 def _cpu_jiffies() -> tuple[int, int] | None:
@@ -200,63 +247,94 @@ class CpuAdmission:
 
 
 class _AdmittedWorker(Worker):
-    """A worker that claims a run only when the admission lets one more start."""
+    """A worker that claims a run only when the admission lets one more start, and says
+    when it has finished one."""
 
-    def __init__(self, *args: Any, admission: CpuAdmission, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, admission: CpuAdmission, finished: threading.Event,
+                 **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.admission = admission
+        self.finished = finished
+        self._refused = False
 
     def run_once(self) -> bool:
         ticket = self.admission.enter()
         if ticket is None:
+            self._refused = True
             return False
         try:
-            return super().run_once()
+            worked = super().run_once()
         finally:
             self.admission.leave(ticket)
+        if worked:
+            self.finished.set()
+        return worked
+
+    def _idle_wait(self) -> float:
+        # Refused by the admission, not out of work: look again shortly, without the
+        # database (asking it for the next lease expiry 80 times a second, eight workers
+        # woken every tenth of a second, was a sixth of the whole audit's CPU).
+        if self._refused:
+            self._refused = False
+            return ADMISSION_RETRY_S
+        return super()._idle_wait()
 
 
 def _execute(
     factory: sessionmaker[Session], settings: Settings, run_ids: list[int],
     on_progress: Callable[[int, int], None] | None,
+    settle: Callable[[set[int]], list[int]],
 ) -> None:
-    """Work the queue in this process until every one of these runs is finished:
-    AUDIT_CONCURRENCY runs at once, more while the cores are idle (CpuAdmission)."""
-    total = len(run_ids)
-    stop = threading.Event()
+    """Work the queue in this process until every one of these runs, and every run `settle`
+    adds, is finished: AUDIT_CONCURRENCY runs at once, more while the cores are idle
+    (CpuAdmission)."""
+    stop, finished = threading.Event(), threading.Event()
     admission = CpuAdmission(AUDIT_CONCURRENCY, AUDIT_MAX_CONCURRENCY)
-    workers = [_AdmittedWorker(factory, settings, stop=stop, admission=admission)
+    workers = [_AdmittedWorker(factory, settings, stop=stop, admission=admission,
+                               finished=finished)
                for _ in range(AUDIT_MAX_CONCURRENCY)]
     threads = [threading.Thread(target=w.loop, name=f"audit-worker-{i}", daemon=True)
                for i, w in enumerate(workers)]
     for t in threads:
         t.start()
-    try:
-        _wait(factory, run_ids, total, workers, on_progress)
-    finally:
-        stop.set()
+
+    def wake() -> None:
         for w in workers:
             w.wakeup.set()
+
+    try:
+        _wait(factory, run_ids, finished, on_progress, settle, wake)
+    finally:
+        stop.set()
+        wake()
         for t in threads:
             t.join()
 
 
-def _wait(factory: sessionmaker[Session], run_ids: list[int], total: int,
-          workers: Sequence[Worker],
-          on_progress: Callable[[int, int], None] | None) -> None:
+def _wait(factory: sessionmaker[Session], run_ids: list[int], finished: threading.Event,
+          on_progress: Callable[[int, int], None] | None,
+          settle: Callable[[set[int]], list[int]], wake: Callable[[], None]) -> None:
+    """Until every run is done or failed: looked up when one of this process's workers
+    finishes a run, and every PENDING_POLL_S for those another process finishes; after
+    each look, `settle` may add runs."""
+    total = len(run_ids)
+    pending = set(run_ids)
 
-    def pending() -> int:
+    def still_pending() -> set[int]:
         with session_scope(factory) as s:
-            rows = s.scalars(select(Run.status).where(Run.id.in_(run_ids))).all()
-        return sum(1 for st in rows if st not in (RUN_DONE, RUN_FAILED))
+            return set(s.scalars(select(Run.id).where(Run.id.in_(pending),
+                                                      Run.status.not_in((RUN_DONE, RUN_FAILED)))))
 
-    left = pending()
+    pending = still_pending()
     while True:
+        if added := settle(pending):
+            pending.update(added)
+            total += len(added)
+            wake()
         if on_progress:
-            on_progress(total - left, total)
-        if not left:
+            on_progress(total - len(pending), total)
+        if not pending:
             return
-        time.sleep(IDLE_POLL_S)
-        for w in workers:
-            w.wakeup.set()
-        left = pending()
+        finished.wait(PENDING_POLL_S)
+        finished.clear()
+        pending = still_pending()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from app.questions.schema import BytesCheck, CollectivesCheck, Expectation, KnobValue, QuestionDoc
@@ -28,14 +28,16 @@ class CheckResult:
     expected_per_rank: dict[int, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
+        # Built by hand, not with dataclasses.asdict: that deep-copied every measured value
+        # (a bank's verdicts hold half a million of them), a third of `bank verify`'s own time.
+        data: dict[str, Any] = {"label": self.label, "passed": self.passed,
+                                "expected": self.expected, "measured": self.measured,
+                                "per_rank": None}
         if self.per_rank is not None:
             data["per_rank"] = {str(k): {"measured": v[0], "passed": v[1]}
                                 for k, v in self.per_rank.items()}
         if self.expected_per_rank is not None:
             data["expected_per_rank"] = {str(k): v for k, v in self.expected_per_rank.items()}
-        else:
-            data.pop("expected_per_rank")
         return data
 
 

@@ -68,6 +68,16 @@ class ComboCheck:
     variant_params: dict[str, Any] | None = None
     # For role "wrong": which known-wrong solution this is.
     wrong: WrongSolution | None = None
+    # The run cache's key of this combination's request.
+    key: str = ""
+    # A starter's or wrong solution's combination left unrun because another combination
+    # already shows that code failing a check, which is all the gate asks of it.
+    needless: bool = False
+
+    @property
+    def solution(self) -> tuple[str, str | None, int | None]:
+        """Which code of the question this combination ran: its role, wrong file, variant."""
+        return self.role, self.wrong.file if self.wrong is not None else None, self.variant
 
     @property
     def role_label(self) -> str:
@@ -86,6 +96,8 @@ class ComboCheck:
 
     @property
     def state(self) -> str:
+        if self.needless:
+            return "not needed: it fails a check on another combination"
         if self.run is None:
             return "not run"
         if self.run.status in (RUN_QUEUED, RUN_RUNNING):
@@ -121,6 +133,8 @@ class ComboCheck:
     @property
     def failure(self) -> str | None:
         """Why there is no measurement to check, if there is none."""
+        if self.needless:
+            return None
         if self.run is None:
             return "not run"
         if self.run.status == RUN_FAILED:
@@ -135,6 +149,8 @@ class ComboCheck:
             data.update(variant=self.variant, variant_params=self.variant_params)
         if self.wrong is not None:
             data["wrong"] = {"file": self.wrong.file, "why": self.wrong.why}
+        if self.needless:
+            data["needless"] = True
         if self.result is not None and self.result.tampered:
             data["tampered"] = self.result.tampered
         return data
@@ -191,8 +207,9 @@ class Gate:
 
     @property
     def complete(self) -> bool:
-        """Every combination has a finished (or permanently failed) run."""
-        return bool(self.combos) and all(c.run is not None and not c.pending for c in self.combos)
+        """Every combination has a finished (or permanently failed) run, or needs none."""
+        return bool(self.combos) and all(c.needless or (c.run is not None and not c.pending)
+                                         for c in self.combos)
 
     def reason(self) -> str:
         if not self.has_snippet:
@@ -204,7 +221,7 @@ class Gate:
             return (f"the answer key and the expectations disagree ({n} problem"
                     f"{'' if n == 1 else 's'}): " + "; ".join(
                         str(p) for p in self.binding_problems))
-        missing = sum(1 for c in self.combos if c.run is None)
+        missing = sum(1 for c in self.combos if c.run is None and not c.needless)
         if missing:
             return (f"{_combinations(missing)} not run on torch {self.torch_version} yet: "
                     "press Verify all")
@@ -276,6 +293,21 @@ def _planned(
     return out
 
 
+def _first_of_each_solution(planned: list[_Planned]) -> list[_Planned]:
+    """Every combination of the question and of the reference solution, and the first of
+    each starter and wrong solution (per variant): the one run that usually shows it fail."""
+    seen: set[tuple[str, str | None, int | None]] = set()
+    out = []
+    for p in planned:
+        if p.role in _MUST_FAIL:
+            code = (p.role, p.wrong.file if p.wrong is not None else None, p.variant)
+            if code in seen:
+                continue
+            seen.add(code)
+        out.append(p)
+    return out
+
+
 def plan(
     doc: QuestionDoc, *, revision_id: int, versions: tuple[str, str], requested_by: str | None = None,
 ) -> list[service.RunRequest]:
@@ -289,14 +321,21 @@ def plan(
 def request_runs(
     *, db_session: Session, revision: QuestionRevision, versions: tuple[str, str],
     requested_by: str, fresh: bool = False, keep_published: bool = False,
+    first_of_each: bool = False, keys: set[str] | None = None,
 ) -> list[Run]:
     """Queue (or reuse from the cache) a run for every audited combination of a revision.
 
     `fresh` executes them again; with `keep_published` (an author's request from the web)
     never the runs learners are shown now — the published revision's own combinations,
-    which a fresh run would take from them until it finished."""
+    which a fresh run would take from them until it finished. `first_of_each` asks only
+    the first combination of each starter and wrong solution (`bank verify` asks for the
+    rest only for code that did not fail there), and `keys` only those combinations."""
     planned = _planned(revision_doc(revision), key=revision.content_hash, revision_id=revision.id,
                        versions=versions, requested_by=requested_by)
+    if first_of_each:
+        planned = _first_of_each_solution(planned)
+    if keys is not None:
+        planned = [p for p in planned if p.req.key in keys]
     shown = _published_keys(db_session, revision, versions) if fresh and keep_published else set()
     return [service.request_run(
         db_session=db_session, req=p.req,
@@ -334,14 +373,19 @@ def _published_keys(db_session: Session, revision: QuestionRevision,
                                         requested_by=None)}
 
 
-def check(*, db_session: Session, revision: QuestionRevision, versions: tuple[str, str]) -> Gate:
-    """The gate of a revision now: each audited combination's live run and its checks."""
+def check(*, db_session: Session, revision: QuestionRevision, versions: tuple[str, str],
+          ran: set[int] | None = None) -> Gate:
+    """The gate of a revision now: each audited combination's live run and its checks.
+
+    With `ran`, only those runs count (an audit's own), any other live run as none."""
     doc = revision_doc(revision)
     planned = _planned(doc, key=revision.content_hash, revision_id=revision.id, versions=versions,
                        requested_by=None)
     if not planned:
         return Gate(revision.id, versions[0], [], has_snippet=False)
     found = [(p, service.find_live(db_session=db_session, key=p.req.key)) for p in planned]
+    if ran is not None:
+        found = [(p, run if run is not None and run.id in ran else None) for p, run in found]
     results = [(service.result_of(run) if run is not None else None) for _, run in found]
     references = {(p.variant, combo_key(p.req.world_size, p.req.params)): result
                   for (p, _), result in zip(found, results, strict=True) if p.role == ROLE_REFERENCE}
@@ -354,7 +398,11 @@ def check(*, db_session: Session, revision: QuestionRevision, versions: tuple[st
                   if result else [])
         combos.append(ComboCheck(req.params, req.world_size, run, result, checks, p.role, p.variant,
                                  doc.variant_params(p.variant) if p.variant is not None else None,
-                                 p.wrong))
+                                 p.wrong, key=req.key))
+    # A starter or wrong solution shown failing on one combination needs no run on the rest.
+    proven = {c.solution for c in combos if c.role in _MUST_FAIL and c.passed}
+    for c in combos:
+        c.needless = c.run is None and c.role in _MUST_FAIL and c.solution in proven
     return Gate(revision.id, versions[0], combos, has_snippet=True,
                 binding_problems=key_binding_problems(doc))
 

@@ -69,17 +69,18 @@ kept = keep.nonzero().flatten()
 kept = kept[torch.argsort(expert_of[kept], stable=True)]          # grouped by destination expert
 send_counts = torch.bincount(expert_of[kept], minlength=E)
 
-sockets = tcp_sockets()
-sent_so_far()
-base = sent_so_far()
-barrier_cost = sent_so_far() - base      # what one barrier of our own adds to a reading
-
 if not params.get("exchange_counts", True):
-    # guess: every peer sends as many tokens as this rank does, in equal splits
+    # guess: every peer sends as many tokens as this rank does, in equal splits. (No byte
+    # readings on this path: a rank that fails here closes its sockets, and a peer still
+    # reading its own would race with that.)
     recv = torch.empty(len(kept), WIDTH)
     dist.all_to_all_single(recv, x[kept], input_split_sizes=send_counts.tolist())
     report("completed_without_counts", True)
 else:
+    sockets = tcp_sockets()
+    sent_so_far()
+    base = sent_so_far()
+    barrier_cost = sent_so_far() - base  # what one barrier of our own adds to a reading
     t0 = sent_so_far()
     recv_counts = torch.empty_like(send_counts)
     dist.all_to_all_single(recv_counts, send_counts)        # 1) split sizes: E integers each way

@@ -169,3 +169,52 @@ def test_a_wrong_solution_that_passes_blocks_publishing_naming_it(
                                 "every knob combination (planted: wrong_but_passes.py)"]
         with pytest.raises(PublishRefused, match=r"wrong_but_passes\.py passes every check"):
             publish(db_session=s, question=question, user=author, versions=versions)
+
+
+def _on_two_world_sizes(bank: Path) -> Path:
+    """The fixture exercise audited on 2 and 3 ranks (totals 3 and 6)."""
+    path = bank / "drills" / "fixture-exercise.yaml"
+    data = yaml.safe_load(path.read_text())
+    data["verify"]["knobs"] = {"world_size": {"values": [2, 3], "default": 2}}
+    data["verify"]["audit"] = "all"
+    data["verify"]["expect"] = [
+        {"label": "the total of 2 ranks", "when": {"world_size": 2},
+         "value": {"name": "total", "equals": 3}},
+        {"label": "the total of 3 ranks", "when": {"world_size": 3},
+         "value": {"name": "total", "equals": 6}}]
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return bank
+
+
+def test_bank_verify_runs_a_wrong_solution_further_only_where_its_first_combination_passed(
+    cli_env: CliRunner, session_factory: sessionmaker[Session], tmp_path: Path
+) -> None:
+    """One failing combination shows a wrong solution wrong: the audit runs the others only
+    for code that passed its first, and a solution that passes them all is still named."""
+    import_folder(session_factory, _with_wrong(_on_two_world_sizes(_bank(tmp_path)), {
+        "wrong_rank0.py": ON_RANK_0_ONLY,
+        "wrong_two_ranks_only.py": "def rank_total():\n    return 3\n",
+        "wrong_but_passes.py": SOLUTION + "# looks wrong\n"}))
+    code, audit = _verify(cli_env)
+    assert code != 0 and audit["passed"] is False
+    by = {}
+    for c in audit["combos"]:
+        by.setdefault(c["wrong"]["file"] if c["role"] == "wrong" else c["role"], []).append(c)
+    ran = {name: [c["world_size"] for c in combos if c["run_id"] is not None]
+           for name, combos in by.items()}
+    # The reference on both; the starter (it returns 0) and wrong_rank0 fail on 2 ranks, so
+    # their 3-rank runs are not needed; the other two passed on 2 ranks and ran on 3 too.
+    assert ran == {"reference": [2, 3], "starter": [2], "wrong_rank0.py": [2],
+                   "wrong_two_ranks_only.py": [2, 3], "wrong_but_passes.py": [2, 3]}
+    assert [c.get("needless", False) for c in by["wrong_rank0.py"]] == [False, True]
+    assert [c["passed"] for c in by["wrong_two_ranks_only.py"]] == [False, True]
+    (problem,) = audit["problems"]
+    assert "wrong_but_passes.py" in problem
+    # Fixed, it passes: no run of a needless combination is asked for on the way.
+    import_folder(session_factory, _with_wrong(_on_two_world_sizes(_bank(tmp_path / "again")), {
+        "wrong_rank0.py": ON_RANK_0_ONLY,
+        "wrong_two_ranks_only.py": "def rank_total():\n    return 3\n"}))
+    code, audit = _verify(cli_env)
+    assert code == 0 and audit["passed"] is True, audit["problems"]
+    table = cli_env.invoke(app, ["bank", "verify"], env={"COLUMNS": "500"})
+    assert table.exit_code == 0 and "not needed" in " ".join(table.stdout.split())
