@@ -9,3 +9,7 @@ report("mesh", mesh.mesh.tolist())
 report("tp_group", dist.get_process_group_ranks(mesh["tp"].get_group()))
 report("dp_group", dist.get_process_group_ranks(mesh["dp"].get_group()))
 report("coordinate", mesh.get_coordinate())
+# Nobody leaves before every rank has its groups: gloo finishes connecting a new group at
+# different moments on the two ends of a pair, and a rank that exited at once could leave a
+# peer still connecting to it ("Connection closed by peer" in connectFullMesh).
+dist.barrier()
