@@ -76,8 +76,7 @@ class ComboCheck:
 
     @property
     def solution(self) -> tuple[str, str | None, int | None]:
-        """Which code of the question this combination ran: its role, wrong file, variant."""
-        return self.role, self.wrong.file if self.wrong is not None else None, self.variant
+        return _solution(self.role, self.wrong, self.variant)
 
     @property
     def role_label(self) -> str:
@@ -293,6 +292,12 @@ def _planned(
     return out
 
 
+def _solution(role: str, wrong: WrongSolution | None,
+              variant: int | None) -> tuple[str, str | None, int | None]:
+    """Which code of a question a combination runs: its role, wrong file and variant."""
+    return role, wrong.file if wrong is not None else None, variant
+
+
 def _first_of_each_solution(planned: list[_Planned]) -> list[_Planned]:
     """Every combination of the question and of the reference solution, and the first of
     each starter and wrong solution (per variant): the one run that usually shows it fail."""
@@ -300,7 +305,7 @@ def _first_of_each_solution(planned: list[_Planned]) -> list[_Planned]:
     out = []
     for p in planned:
         if p.role in _MUST_FAIL:
-            code = (p.role, p.wrong.file if p.wrong is not None else None, p.variant)
+            code = _solution(p.role, p.wrong, p.variant)
             if code in seen:
                 continue
             seen.add(code)
