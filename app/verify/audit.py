@@ -251,11 +251,15 @@ class _AdmittedWorker(Worker):
     when it has finished one."""
 
     def __init__(self, *args: Any, admission: CpuAdmission, finished: threading.Event,
-                 **kwargs: Any) -> None:
+                 ended: deque[int], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.admission = admission
         self.finished = finished
+        self.ended = ended
         self._refused = False
+
+    def finished_run(self, run_id: int) -> None:
+        self.ended.append(run_id)
 
     def run_once(self) -> bool:
         ticket = self.admission.enter()
@@ -289,9 +293,10 @@ def _execute(
     adds, is finished: AUDIT_CONCURRENCY runs at once, more while the cores are idle
     (CpuAdmission)."""
     stop, finished = threading.Event(), threading.Event()
+    ended: deque[int] = deque()  # the runs this process's workers brought to their end
     admission = CpuAdmission(AUDIT_CONCURRENCY, AUDIT_MAX_CONCURRENCY)
     workers = [_AdmittedWorker(factory, settings, stop=stop, admission=admission,
-                               finished=finished)
+                               finished=finished, ended=ended)
                for _ in range(AUDIT_MAX_CONCURRENCY)]
     threads = [threading.Thread(target=w.loop, name=f"audit-worker-{i}", daemon=True)
                for i, w in enumerate(workers)]
@@ -303,7 +308,7 @@ def _execute(
             w.wakeup.set()
 
     try:
-        _wait(factory, run_ids, finished, on_progress, settle, wake)
+        _wait(factory, run_ids, finished, ended, on_progress, settle, wake)
     finally:
         stop.set()
         wake()
@@ -312,11 +317,11 @@ def _execute(
 
 
 def _wait(factory: sessionmaker[Session], run_ids: list[int], finished: threading.Event,
-          on_progress: Callable[[int, int], None] | None,
+          ended: deque[int], on_progress: Callable[[int, int], None] | None,
           settle: Callable[[set[int]], list[int]], wake: Callable[[], None]) -> None:
-    """Until every run is done or failed: looked up when one of this process's workers
-    finishes a run, and every PENDING_POLL_S for those another process finishes; after
-    each look, `settle` may add runs."""
+    """Until every run is done or failed: those this process's workers end as they say so
+    (`ended`), the rest (another process's workers may run some) looked up in the database
+    every PENDING_POLL_S; after each change, `settle` may add runs."""
     total = len(run_ids)
     pending = set(run_ids)
 
@@ -326,6 +331,7 @@ def _wait(factory: sessionmaker[Session], run_ids: list[int], finished: threadin
                                                       Run.status.not_in((RUN_DONE, RUN_FAILED)))))
 
     pending = still_pending()
+    looked = time.monotonic()
     while True:
         if added := settle(pending):
             pending.update(added)
@@ -337,4 +343,8 @@ def _wait(factory: sessionmaker[Session], run_ids: list[int], finished: threadin
             return
         finished.wait(PENDING_POLL_S)
         finished.clear()
-        pending = still_pending()
+        while ended:
+            pending.discard(ended.popleft())
+        if pending and time.monotonic() - looked >= PENDING_POLL_S:
+            pending = still_pending()
+            looked = time.monotonic()

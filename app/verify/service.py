@@ -357,7 +357,9 @@ def claim_run(*, db_session: Session, worker_id: str, lease_seconds: float,
     if run.status == RUN_RUNNING:
         metrics.LEASE_RECLAIMS.inc()
     run.status, run.lease_owner = RUN_RUNNING, worker_id
-    run.lease_expires_at, run.claimed_at = now + timedelta(seconds=lease_seconds), now
+    # The worker executes what it claims straight away: the run starts now.
+    run.lease_expires_at, run.claimed_at, run.started_at = (
+        now + timedelta(seconds=lease_seconds), now, now)
     run.attempts += 1
     db_session.flush()
     return run
@@ -430,14 +432,11 @@ def renew_lease(*, db_session: Session, run_id: int, worker_id: str, lease_secon
     return bool(res.rowcount)  # type: ignore[attr-defined]
 
 
-def mark_started(*, db_session: Session, run_id: int, worker_id: str) -> None:
-    """Record when execution began."""
-    db_session.execute(update(Run).where(Run.id == run_id, Run.lease_owner == worker_id)
-                       .values(started_at=utcnow()))
-
-
-def validate_result(result: dict[str, Any]) -> dict[str, Any]:
-    """Check a result's shape with the engine's model and cap its size; raises InvalidResult."""
+def validate_result(result: RunResult | dict[str, Any]) -> dict[str, Any]:
+    """A result as stored: checked against the engine's model (a RunResult the engine built
+    already is) and capped in size; raises InvalidResult."""
+    if isinstance(result, RunResult):
+        return cap_result(result.model_dump(mode="json"))
     try:
         data = RunResult.model_validate(result).model_dump(mode="json")
     except ValidationError as exc:
@@ -451,8 +450,17 @@ def cap_result(data: dict[str, Any], limit: int = MAX_RESULT_BYTES) -> dict[str,
     Events go first (the later half of the longest list, repeatedly), then output,
     bucket records and finally oversized reported values, which become a short note.
     """
+    # The JSON's length, encoded again only after something was cut (most results fit as
+    # they are, and encoding a large one is most of storing it).
+    measured: list[int] = []
+
     def size() -> int:
-        return len(json.dumps(data))
+        if not measured:
+            measured.append(len(json.dumps(data)))
+        return measured[0]
+
+    def cut() -> None:
+        measured.clear()
 
     notes: list[str] = []
     ranks = data.get("ranks") or []
@@ -465,6 +473,7 @@ def cap_result(data: dict[str, Any], limit: int = MAX_RESULT_BYTES) -> dict[str,
         keep = len(events) // 2
         dropped += len(events) - keep
         longest["events"] = events[:keep]
+        cut()
     if dropped:
         notes.append(f"{dropped} later events dropped")
     if size() > limit:
@@ -473,6 +482,7 @@ def cap_result(data: dict[str, Any], limit: int = MAX_RESULT_BYTES) -> dict[str,
             r["stderr"] = (r.get("stderr") or "")[:1024]
             r["stack"] = (r.get("stack") or "")[:1024] or None
         data["buckets"] = (data.get("buckets") or [])[:200]
+        cut()
         notes.append("output and bucket records shortened")
     # An exercise learner's own reports before the checks' (no check reads them).
     for field_name in ("learner_values", "values"):
@@ -484,10 +494,12 @@ def cap_result(data: dict[str, Any], limit: int = MAX_RESULT_BYTES) -> dict[str,
             if size() <= limit:
                 break
             r[field_name][name] = f"(not stored: {nbytes} bytes of JSON)"
+            cut()
         notes.append("the largest reported values replaced by their size")
     if size() > limit:
         for r in ranks:
             r["events"] = []
+        cut()
         notes.append("all events dropped")
     if notes:
         data["diagnosis"] = (data.get("diagnosis") or "") + (
@@ -495,7 +507,8 @@ def cap_result(data: dict[str, Any], limit: int = MAX_RESULT_BYTES) -> dict[str,
     return data
 
 
-def complete_run(*, db_session: Session, run_id: int, worker_id: str, result: dict[str, Any]) -> bool:
+def complete_run(*, db_session: Session, run_id: int, worker_id: str,
+                 result: RunResult | dict[str, Any]) -> bool:
     """Store a validated result and mark the run done; False if the lease was lost."""
     data = validate_result(result)
     res = db_session.execute(

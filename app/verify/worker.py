@@ -22,6 +22,7 @@ from app import metrics
 from app.db import read_sessionmaker, session_scope, utcnow
 from app.settings import Settings
 from app.verify import service
+from app.verify.models import RUN_FAILED
 
 log = logging.getLogger("ddpdrill.worker")
 
@@ -77,6 +78,9 @@ class Worker:
         self.completed = 0
         # The run in hand, so a pool shutting down can give it back.
         self.current_run_id: int | None = None
+        # Whether the last claim found a run: while the queue has work, a claim goes
+        # straight to the write, without the read that keeps an idle worker's poll cheap.
+        self._found_last = False
 
     def _engine(self) -> Any:
         if self._engine_factory is not None:
@@ -86,13 +90,17 @@ class Worker:
         return get_engine(sandbox=self.settings.sandbox)
 
     def claim(self) -> Job | None:
-        # Look before taking the write lock: an idle worker's poll is then a read.
-        with session_scope(self.read_factory) as s:
-            if not service.has_claimable(db_session=s, shared_only=self.lane == service.LANE_SHARED):
-                return None
+        # Look before taking the write lock, unless the last claim found a run: an idle
+        # worker's poll is then a read.
+        if not self._found_last:
+            with session_scope(self.read_factory) as s:
+                if not service.has_claimable(db_session=s,
+                                             shared_only=self.lane == service.LANE_SHARED):
+                    return None
         with session_scope(self.factory) as s:
             run = service.claim_run(db_session=s, worker_id=self.worker_id,
                                     lease_seconds=self.settings.lease_seconds, lane=self.lane)
+            self._found_last = run is not None
             if run is None:
                 return None
             metrics.RUNS_CLAIMED.inc()
@@ -116,8 +124,6 @@ class Worker:
         """Run one claimed job to a stored result, or record an infrastructure failure."""
         from app.verify.engine import EngineFailure, Limits
 
-        with session_scope(self.factory) as s:
-            service.mark_started(db_session=s, run_id=job.run_id, worker_id=self.worker_id)
         done = threading.Event()
         renewer = threading.Thread(target=self._renew_until, args=(job, done), daemon=True,
                                    name=f"lease-{job.run_id}")
@@ -129,7 +135,6 @@ class Worker:
             result = self._engine().run(job.snippet_text, world_size=job.world_size,
                                         params=job.params, limits=limits)
             metrics.RUN_SECONDS.labels(str(result.outcome)).observe(time.monotonic() - started)
-            data = result.model_dump(mode="json")
         except EngineFailure as exc:
             done.set()
             self._fail(job, f"verify engine failure: {exc}")
@@ -144,19 +149,25 @@ class Worker:
         try:
             with session_scope(self.factory) as s:
                 stored = service.complete_run(db_session=s, run_id=job.run_id,
-                                              worker_id=self.worker_id, result=data)
+                                              worker_id=self.worker_id, result=result)
         except service.InvalidResult as exc:
             self._fail(job, str(exc))
             return
         if stored:
             self.completed += 1
+            self.finished_run(job.run_id)
         else:
             log.warning("run %s finished after its lease passed to another worker", job.run_id)
 
     def _fail(self, job: Job, reason: str) -> None:
         with session_scope(self.factory) as s:
-            service.fail_attempt(db_session=s, run_id=job.run_id, worker_id=self.worker_id,
-                                 reason=reason)
+            status = service.fail_attempt(db_session=s, run_id=job.run_id,
+                                          worker_id=self.worker_id, reason=reason)
+        if status == RUN_FAILED:
+            self.finished_run(job.run_id)
+
+    def finished_run(self, run_id: int) -> None:
+        """Called when this worker has brought a run to its end (done, or failed for good)."""
 
     def _idle_wait(self) -> float:
         """Seconds to sleep when idle: until the next lease runs out, at most POLL_SECONDS.

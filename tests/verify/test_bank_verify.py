@@ -46,6 +46,11 @@ def test_bank_verify_passes_and_records_a_verdict(
     again = cli_env.invoke(app, ["bank", "verify"])
     assert again.exit_code == 0, again.output
     assert "1/1 questions agree with torch" in again.stdout
+    # A question that agrees is one row; --all lists each of its checks.
+    assert "2 combinations" in again.stdout and "mean on every rank" not in again.stdout
+    every = cli_env.invoke(app, ["bank", "verify", "--all"], env={"COLUMNS": "300"})
+    assert every.exit_code == 0, every.output
+    assert "mean on every rank" in every.stdout and "2 combinations" not in every.stdout
     with session_scope(session_factory) as s:
         assert s.scalar(select(func.count()).select_from(Run)) == runs_before
 

@@ -69,6 +69,30 @@ def test_an_idle_worker_looks_for_work_without_taking_the_sqlite_write_lock(
         writer.close()
 
 
+def test_a_worker_that_found_the_queue_empty_looks_again_with_a_read(
+    session_factory: sessionmaker[Session], settings: Settings, database_url: str,
+) -> None:
+    """While the queue has work a claim skips the read; once a claim comes back empty the
+    next poll is a read again, so an idle worker never waits on the write lock."""
+    if not database_url.startswith("sqlite"):
+        pytest.skip("SQLite's write lock")
+    worker = Worker(session_factory, settings)
+    run_id = enqueue(session_factory, make_request("report('x', 1)"))
+    assert worker.run_once() is True and run_status(session_factory, run_id) == RUN_DONE
+    assert worker.run_once() is False  # the write claim that finds the queue empty
+    writer = sqlite3.connect(database_url.removeprefix("sqlite:///"), isolation_level=None)
+    writer.execute("BEGIN IMMEDIATE")
+    try:
+        result: list[bool] = []
+        look = threading.Thread(target=lambda: result.append(worker.run_once()))
+        look.start()
+        look.join(timeout=5)
+        assert result == [False]
+    finally:
+        writer.execute("ROLLBACK")
+        writer.close()
+
+
 def test_queueing_a_run_wakes_idle_workers_on_postgresql(
     session_factory: sessionmaker[Session], settings: Settings, database_url: str,
 ) -> None:

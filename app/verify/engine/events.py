@@ -305,10 +305,14 @@ def _quote(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
+# One decoder for every line (json.loads with an option builds a new one per call).
+_DECODER = json.JSONDecoder(parse_constant=_no_constant)
+
+
 def parse_event(line: bytes) -> dict[str, Any]:
     """The event on one line from a rank (as sent); MalformedEvent saying what is wrong otherwise."""
     try:
-        event = json.loads(line, parse_constant=_no_constant)
+        event = _DECODER.decode(line.decode())
     except MalformedEvent:
         raise
     except RecursionError:
