@@ -11,7 +11,7 @@ small = [torch.ones(total_elems // pieces) for _ in range(pieces)]
 big = torch.ones(total_elems)
 
 
-def timed(fn, repeats=5):
+def timed(fn, repeats=3):
     best = float("inf")
     for _ in range(repeats):
         dist.barrier()

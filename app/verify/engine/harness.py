@@ -272,6 +272,7 @@ def rank_main(spec: dict[str, Any], rank: int, fds: tuple[int, int, int], port: 
     """Entry point of a rank process; never returns."""
     status = EXIT_HARNESS_FAILED
     try:
+        _linux.set_name(f"ddp-rank-{rank}")
         status = _rank(spec, rank, fds, port, workdir, leader_pid)
     except BaseException:
         try:

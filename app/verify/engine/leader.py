@@ -110,6 +110,7 @@ def spare_main(sock: socket.socket, zygote_pid: int) -> NoReturn:
 
 
 def _become_leader(zygote_pid: int) -> bool:
+    _linux.set_name("ddp-leader")
     _linux.die_with_parent()
     if os.getppid() != zygote_pid:
         return False

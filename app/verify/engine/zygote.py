@@ -64,6 +64,10 @@ PRELOAD = (
 
 
 def preload() -> None:
+    # Importing torch makes millions of objects, none of them garbage: without the cyclic
+    # collector running over them again and again the imports take a quarter less time
+    # (4.0 -> 3.0 s), which every `bank verify` and worker start waits for.
+    gc.disable()
     for name in PRELOAD:
         importlib.import_module(name)
     from app.verify.engine.probes import c10d
@@ -71,6 +75,7 @@ def preload() -> None:
     c10d.register()
     gc.collect()
     gc.freeze()
+    gc.enable()
     _linux.collapse_heap_into_huge_pages()
 
 
@@ -164,6 +169,7 @@ def _reap() -> dict[int, int]:
 
 
 def main() -> None:
+    _linux.set_name("ddp-forkserver")
     sock = socket.socket(fileno=int(sys.argv[1]))
     if sys.argv[2:3] != ["no-sandbox"]:
         try:

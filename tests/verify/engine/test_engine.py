@@ -133,3 +133,14 @@ def test_a_closed_engine_raises_engine_failure() -> None:
 
 def test_get_engine_is_one_engine_per_process() -> None:
     assert get_engine() is get_engine()
+
+
+def test_ranks_and_their_leader_are_named_for_ps_and_perf(engine: Engine) -> None:
+    result = engine.run(
+        "import os\n"
+        "report('me', open('/proc/self/comm').read().strip())\n"
+        "report('parent', open(f'/proc/{os.getppid()}/comm').read().strip())\n",
+        world_size=2)
+    assert result.outcome == "ok", result.diagnosis
+    assert [r.values["me"] for r in result.ranks] == ["ddp-rank-0", "ddp-rank-1"]
+    assert {r.values["parent"] for r in result.ranks} == {"ddp-leader"}
