@@ -70,9 +70,17 @@ def preload() -> None:
     gc.disable()
     for name in PRELOAD:
         importlib.import_module(name)
-    from app.verify.engine.probes import c10d
+    import torch._dynamo.trace_rules
+
+    from app.verify.engine.probes import c10d, collectives, pipeline
 
     c10d.register()
+    collectives.precompute()
+    pipeline.precompute()
+    # init_process_group empties these caches in every rank (so that they pick up the
+    # distributed rules); emptied here, that is free instead of each rank freeing the
+    # tables the imports built, a few milliseconds of copy-on-write faults each time.
+    torch._dynamo.trace_rules.clear_lru_cache()
     gc.collect()
     gc.freeze()
     gc.enable()

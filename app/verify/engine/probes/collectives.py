@@ -74,12 +74,34 @@ def install(rec: Recorder) -> None:
             setattr(c10d, name, wrapped)
 
 
-def wrap(rec: Recorder, name: str, original: Callable[..., Any]) -> Callable[..., Any]:
-    """The probe of one torch.distributed function: what every call of `name` goes through."""
+# Each entry point's signature, by the function object: the forkserver works them out once
+# (`precompute`), since `inspect.signature` through torch's logging wrappers took a few
+# milliseconds of every rank's start.
+_SIGNATURES: dict[Callable[..., Any], inspect.Signature | None] = {}
+
+
+def _signature(original: Callable[..., Any]) -> inspect.Signature | None:
+    if original in _SIGNATURES:
+        return _SIGNATURES[original]
     try:
         sig: inspect.Signature | None = inspect.signature(original)
     except (TypeError, ValueError):
         sig = None
+    _SIGNATURES[original] = sig
+    return sig
+
+
+def precompute() -> None:
+    """Work out every entry point's signature in this process (the forkserver, before forking)."""
+    for name in COLLECTIVES:
+        original = getattr(dist, name, None)
+        if original is not None and not getattr(original, "__ddpdrill_probe__", False):
+            _signature(original)
+
+
+def wrap(rec: Recorder, name: str, original: Callable[..., Any]) -> Callable[..., Any]:
+    """The probe of one torch.distributed function: what every call of `name` goes through."""
+    sig = _signature(original)
     op = CANONICAL.get(name, name)
 
     @functools.wraps(original)

@@ -32,12 +32,27 @@ TORCH_ATTRIBUTES = (
 STAGE_INSTANCE_ATTRIBUTES = ("stage_index", "has_backward")
 
 
+_SIGNATURES: dict[Any, inspect.Signature] = {}
+
+
+def _backward_signature(backward: Any) -> inspect.Signature:
+    # Worked out once in the forkserver (precompute), not in every rank's start.
+    if backward not in _SIGNATURES:
+        _SIGNATURES[backward] = inspect.signature(backward)
+    return _SIGNATURES[backward]
+
+
+def precompute() -> None:
+    """The signature `install` needs, in this process (the forkserver, before forking)."""
+    _backward_signature(_Stage.backward_one_chunk)
+
+
 def install(rec: Recorder) -> None:
     """Wrap the stage's three per-micro-batch methods (once per rank)."""
     forward = _Stage.forward_one_chunk
     backward = _Stage.backward_one_chunk
     weight = _Stage.backward_weight_one_chunk
-    backward_sig = inspect.signature(backward)
+    backward_sig = _backward_signature(backward)
 
     @functools.wraps(forward)
     def forward_one_chunk(self: Any, fwd_chunk_id: int, *args: Any, **kwargs: Any) -> Any:
