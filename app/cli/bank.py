@@ -136,8 +136,10 @@ def bank_verify(
 
     from app.verify.audit import audit_bank
 
-    # The audit keeps every question's gate, runs and results to the end: tens of thousands
-    # of objects the cyclic collector would otherwise walk again on each full collection.
+    # What is imported by now lives as long as the process: frozen, the cyclic collector
+    # stops walking it; and since the audit keeps every question's gate, runs and results to
+    # the end, it collects less often.
+    thresholds = gc.get_threshold()
     gc.freeze()
     gc.set_threshold(50_000, 20, 100)
     settings = settings_for_command()
@@ -157,6 +159,8 @@ def bank_verify(
                 )
     finally:
         engine.dispose()
+        gc.unfreeze()  # the command may run inside a longer process (tests call it so)
+        gc.set_threshold(*thresholds)
     if slug and not audits:
         err.print(f"No question {slug!r} with a snippet.")
         raise typer.Exit(1)

@@ -436,7 +436,10 @@ def validate_result(result: RunResult | dict[str, Any]) -> dict[str, Any]:
     """A result as stored: checked against the engine's model (a RunResult the engine built
     already is) and capped in size; raises InvalidResult."""
     if isinstance(result, RunResult):
-        return cap_result(result.model_dump(mode="json"))
+        try:
+            return cap_result(result.model_dump(mode="json"))
+        except (ValueError, TypeError) as exc:  # a value that will not serialise
+            raise InvalidResult(f"the result could not be stored: {exc}") from exc
     try:
         data = RunResult.model_validate(result).model_dump(mode="json")
     except ValidationError as exc:

@@ -97,12 +97,13 @@ class Worker:
                 if not service.has_claimable(db_session=s,
                                              shared_only=self.lane == service.LANE_SHARED):
                     return None
+        self._found_last = False  # and so if the claim fails (a lock, a blip): read first again
         with session_scope(self.factory) as s:
             run = service.claim_run(db_session=s, worker_id=self.worker_id,
                                     lease_seconds=self.settings.lease_seconds, lane=self.lane)
-            self._found_last = run is not None
             if run is None:
                 return None
+            self._found_last = True
             metrics.RUNS_CLAIMED.inc()
             return Job(run.id, run.snippet_text, run.world_size, dict(run.params or {}),
                        run.timeout_s, service.nice_for(db_session=s, run=run))

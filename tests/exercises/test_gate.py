@@ -216,5 +216,5 @@ def test_bank_verify_runs_a_wrong_solution_further_only_where_its_first_combinat
         "wrong_two_ranks_only.py": "def rank_total():\n    return 3\n"}))
     code, audit = _verify(cli_env)
     assert code == 0 and audit["passed"] is True, audit["problems"]
-    table = cli_env.invoke(app, ["bank", "verify"], env={"COLUMNS": "500"})
+    table = cli_env.invoke(app, ["bank", "verify", "--all"], env={"COLUMNS": "500"})
     assert table.exit_code == 0 and "not needed" in " ".join(table.stdout.split())

@@ -93,6 +93,36 @@ def test_a_worker_that_found_the_queue_empty_looks_again_with_a_read(
         writer.close()
 
 
+def test_a_claim_that_fails_leaves_the_next_poll_a_read(
+    session_factory: sessionmaker[Session], settings: Settings, database_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    if not database_url.startswith("sqlite"):
+        pytest.skip("SQLite's write lock")
+    worker = Worker(session_factory, settings)
+    enqueue(session_factory, make_request("report('x', 1)"))
+    assert worker.run_once() is True  # it found a run: its next claim would skip the read
+
+    def locked(**_: object) -> None:
+        raise RuntimeError("database is locked")
+
+    monkeypatch.setattr("app.verify.service.claim_run", locked)
+    with pytest.raises(RuntimeError):
+        worker.claim()
+    monkeypatch.undo()
+    writer = sqlite3.connect(database_url.removeprefix("sqlite:///"), isolation_level=None)
+    writer.execute("BEGIN IMMEDIATE")
+    try:
+        result: list[bool] = []
+        look = threading.Thread(target=lambda: result.append(worker.run_once()))
+        look.start()
+        look.join(timeout=5)  # a write would wait out the 15 s busy timeout
+        assert result == [False]
+    finally:
+        writer.execute("ROLLBACK")
+        writer.close()
+
+
 def test_queueing_a_run_wakes_idle_workers_on_postgresql(
     session_factory: sessionmaker[Session], settings: Settings, database_url: str,
 ) -> None:
