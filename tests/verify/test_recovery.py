@@ -49,48 +49,44 @@ def test_a_killed_workers_run_is_taken_over_and_completes(
         assert run.result is not None and run.result["ranks"][0]["values"]["slept"] is True
 
 
+def _polls_while_the_write_lock_is_held(worker: Worker, database_url: str) -> list[bool]:
+    """What the worker's next poll returns while another connection holds SQLite's write
+    lock; a poll that took the lock would wait out the 15 s busy timeout (and return nothing
+    within these 5 s)."""
+    writer = sqlite3.connect(database_url.removeprefix("sqlite:///"), isolation_level=None)
+    writer.execute("BEGIN IMMEDIATE")
+    try:
+        result: list[bool] = []
+        look = threading.Thread(target=lambda: result.append(worker.run_once()))
+        look.start()
+        look.join(timeout=5)
+        return result
+    finally:
+        writer.execute("ROLLBACK")
+        writer.close()
+
+
 def test_an_idle_worker_looks_for_work_without_taking_the_sqlite_write_lock(
     session_factory: sessionmaker[Session], settings: Settings, database_url: str,
 ) -> None:
     if not database_url.startswith("sqlite"):
         pytest.skip("SQLite's write lock")
     worker = Worker(session_factory, settings)
-    writer = sqlite3.connect(database_url.removeprefix("sqlite:///"), isolation_level=None)
-    writer.execute("BEGIN IMMEDIATE")
-    try:
-        result: list[bool] = []
-        look = threading.Thread(target=lambda: result.append(worker.run_once()))
-        look.start()
-        # Taking the write lock would wait out the 15 s busy timeout.
-        look.join(timeout=5)
-        assert result == [False]
-    finally:
-        writer.execute("ROLLBACK")
-        writer.close()
+    assert _polls_while_the_write_lock_is_held(worker, database_url) == [False]
 
 
 def test_a_worker_that_found_the_queue_empty_looks_again_with_a_read(
     session_factory: sessionmaker[Session], settings: Settings, database_url: str,
 ) -> None:
     """While the queue has work a claim skips the read; once a claim comes back empty the
-    next poll is a read again, so an idle worker never waits on the write lock."""
+    next poll is a read again, so an idle worker does not wait on the write lock."""
     if not database_url.startswith("sqlite"):
         pytest.skip("SQLite's write lock")
     worker = Worker(session_factory, settings)
     run_id = enqueue(session_factory, make_request("report('x', 1)"))
     assert worker.run_once() is True and run_status(session_factory, run_id) == RUN_DONE
     assert worker.run_once() is False  # the write claim that finds the queue empty
-    writer = sqlite3.connect(database_url.removeprefix("sqlite:///"), isolation_level=None)
-    writer.execute("BEGIN IMMEDIATE")
-    try:
-        result: list[bool] = []
-        look = threading.Thread(target=lambda: result.append(worker.run_once()))
-        look.start()
-        look.join(timeout=5)
-        assert result == [False]
-    finally:
-        writer.execute("ROLLBACK")
-        writer.close()
+    assert _polls_while_the_write_lock_is_held(worker, database_url) == [False]
 
 
 def test_a_claim_that_fails_leaves_the_next_poll_a_read(
@@ -110,17 +106,7 @@ def test_a_claim_that_fails_leaves_the_next_poll_a_read(
     with pytest.raises(RuntimeError):
         worker.claim()
     monkeypatch.undo()
-    writer = sqlite3.connect(database_url.removeprefix("sqlite:///"), isolation_level=None)
-    writer.execute("BEGIN IMMEDIATE")
-    try:
-        result: list[bool] = []
-        look = threading.Thread(target=lambda: result.append(worker.run_once()))
-        look.start()
-        look.join(timeout=5)  # a write would wait out the 15 s busy timeout
-        assert result == [False]
-    finally:
-        writer.execute("ROLLBACK")
-        writer.close()
+    assert _polls_while_the_write_lock_is_held(worker, database_url) == [False]
 
 
 def test_queueing_a_run_wakes_idle_workers_on_postgresql(
