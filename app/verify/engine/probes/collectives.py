@@ -19,7 +19,7 @@ import torch.distributed as dist
 import torch.distributed.distributed_c10d as c10d
 
 from app.verify.engine import forbid
-from app.verify.engine.probes.core import Recorder, error_text, now
+from app.verify.engine.probes.core import Recorder, error_text, now, signature_of
 
 # Every torch.distributed entry point a snippet (or DDP's Python code) can use
 # to talk to peers.
@@ -74,34 +74,17 @@ def install(rec: Recorder) -> None:
             setattr(c10d, name, wrapped)
 
 
-# Each entry point's signature, by the function object: the forkserver works them out once
-# (`precompute`), since `inspect.signature` through torch's logging wrappers took a few
-# milliseconds of every rank's start.
-_SIGNATURES: dict[Callable[..., Any], inspect.Signature | None] = {}
-
-
-def _signature(original: Callable[..., Any]) -> inspect.Signature | None:
-    if original in _SIGNATURES:
-        return _SIGNATURES[original]
-    try:
-        sig: inspect.Signature | None = inspect.signature(original)
-    except (TypeError, ValueError):
-        sig = None
-    _SIGNATURES[original] = sig
-    return sig
-
-
 def precompute() -> None:
     """Work out every entry point's signature in this process (the forkserver, before forking)."""
     for name in COLLECTIVES:
         original = getattr(dist, name, None)
         if original is not None and not getattr(original, "__ddpdrill_probe__", False):
-            _signature(original)
+            signature_of(original)
 
 
 def wrap(rec: Recorder, name: str, original: Callable[..., Any]) -> Callable[..., Any]:
     """The probe of one torch.distributed function: what every call of `name` goes through."""
-    sig = _signature(original)
+    sig = signature_of(original)
     op = CANONICAL.get(name, name)
 
     @functools.wraps(original)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import inspect
 import itertools
 import os
 import threading
@@ -134,3 +135,19 @@ class Recorder:
         """Wait (a little) for completion callbacks still sending their events."""
         with self._inflight_cv:
             self._inflight_cv.wait_for(lambda: self._inflight == 0, timeout_s)
+
+
+# Signatures by function object: the forkserver works out those the probes need before
+# forking (collectives.precompute, pipeline.precompute), since `inspect.signature` through
+# torch's wrappers took a few milliseconds of every rank's start.
+_SIGNATURES: dict[Any, inspect.Signature | None] = {}
+
+
+def signature_of(fn: Any) -> inspect.Signature | None:
+    """`inspect.signature(fn)`, remembered; None for a callable that has none."""
+    if fn not in _SIGNATURES:
+        try:
+            _SIGNATURES[fn] = inspect.signature(fn)
+        except (TypeError, ValueError):
+            _SIGNATURES[fn] = None
+    return _SIGNATURES[fn]

@@ -12,12 +12,11 @@ are ordinary collectives (batch_isend_irecv) and are recorded as such.
 from __future__ import annotations
 
 import functools
-import inspect
 from typing import Any
 
 from torch.distributed.pipelining import stage as pipeline_stage
 
-from app.verify.engine.probes.core import Recorder, error_text, now
+from app.verify.engine.probes.core import Recorder, error_text, now, signature_of
 
 _Stage = pipeline_stage._PipelineStageBase
 TORCH_ATTRIBUTES = (
@@ -32,19 +31,9 @@ TORCH_ATTRIBUTES = (
 STAGE_INSTANCE_ATTRIBUTES = ("stage_index", "has_backward")
 
 
-_SIGNATURES: dict[Any, inspect.Signature] = {}
-
-
-def _backward_signature(backward: Any) -> inspect.Signature:
-    # Worked out once in the forkserver (precompute), not in every rank's start.
-    if backward not in _SIGNATURES:
-        _SIGNATURES[backward] = inspect.signature(backward)
-    return _SIGNATURES[backward]
-
-
 def precompute() -> None:
     """The signature `install` needs, in this process (the forkserver, before forking)."""
-    _backward_signature(_Stage.backward_one_chunk)
+    signature_of(_Stage.backward_one_chunk)
 
 
 def install(rec: Recorder) -> None:
@@ -52,7 +41,8 @@ def install(rec: Recorder) -> None:
     forward = _Stage.forward_one_chunk
     backward = _Stage.backward_one_chunk
     weight = _Stage.backward_weight_one_chunk
-    backward_sig = _backward_signature(backward)
+    backward_sig = signature_of(backward)
+    assert backward_sig is not None
 
     @functools.wraps(forward)
     def forward_one_chunk(self: Any, fwd_chunk_id: int, *args: Any, **kwargs: Any) -> Any:
