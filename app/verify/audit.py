@@ -39,14 +39,16 @@ ADMISSION_RETRY_S = 0.05
 # and on a starved machine four busy runs at once on two cores made one arrive too late
 # (a false FAIL).
 AUDIT_CONCURRENCY = max(2, os.cpu_count() or 2) + 1
-# The most runs at once when the machine is idle. Many of the bank's runs only wait (a
-# hang waits out its 2-8 s timeout with blocked ranks), and they are most of its run time.
-AUDIT_MAX_CONCURRENCY = 8
+# The most runs at once. Many of the bank's runs only wait (a hang waits out its 2-8 s
+# timeout with blocked ranks): the bank's 19 hang and timeout questions are queued first,
+# and with room for only 8 they filled every place for the audit's first ten seconds while
+# the cores were two-thirds idle. 16 leaves runs that compute their places beside them.
+AUDIT_MAX_CONCURRENCY = 16
 # A run older than this is taken to be waiting when the cores are idle: most runs are done
 # in a tenth of that, and a hang's ranks block within a few hundred milliseconds.
 WAITING_AFTER_S = 0.5
-# A run beyond one per core starts only when this much of a core was idle over the last
-# IDLE_WINDOW_S, so a run that still computes keeps its core.
+# Runs older than WAITING_AFTER_S are counted as waiting once this much of a core was idle
+# over the last IDLE_WINDOW_S, so a run that still computes keeps its core.
 ADMIT_IDLE_CORES = 0.75
 IDLE_WINDOW_S = 0.25
 
@@ -114,8 +116,15 @@ def audit_bank(
 ) -> list[QuestionAudit]:
     """Run every published question's gate, executing what is not cached; record the verdicts."""
     # The rank pool starts (torch imports) while the runs are planned, not after.
-    threading.Thread(target=warm_engine, args=(settings.sandbox,), name="engine-warmup",
-                     daemon=True).start()
+    warm = threading.Event()
+
+    def warm_up() -> None:
+        try:
+            warm_engine(settings.sandbox)
+        finally:
+            warm.set()
+
+    threading.Thread(target=warm_up, name="engine-warmup", daemon=True).start()
     versions = service.engine_versions()
     # First every combination of the questions and reference solutions, but only the first of
     # each exercise's starter and wrong solutions: a wrong solution is shown wrong by one
@@ -161,7 +170,7 @@ def audit_bank(
                 audits[a.revision_id] = QuestionAudit(a.slug, g)
         return queued
 
-    _execute(factory, settings, sorted(ran), on_progress, settle)
+    _execute(factory, settings, sorted(ran), on_progress, settle, warm)
     return [audits[revision_id] for _, revision_id in targets]
 
 
@@ -187,24 +196,31 @@ def _cpu_jiffies() -> tuple[int, int] | None:
 
 
 class CpuAdmission:
-    """How many runs `bank verify` executes at once: one per core (`floor`), plus, up to
-    `ceiling`, runs beside those that only wait.
+    """How many runs `bank verify` executes at once: `floor` that compute (one per core and
+    one more), plus, up to `ceiling`, runs that only wait.
 
     A run that only waits (ranks blocked in a collective until its timeout) leaves its
-    cores idle. So a run may start while fewer than `floor` runs are young (started less
-    than WAITING_AFTER_S ago) and the cores were idle over the last IDLE_WINDOW_S; older
-    runs that still compute keep the cores busy and nothing more starts. The measurement
-    is the whole machine's: on a machine busy with other work, only `floor` runs at once.
+    cores idle. A run is counted as waiting once it is older than WAITING_AFTER_S while
+    the machine's cores were idle over the last IDLE_WINDOW_S; it keeps that mark until
+    it ends, so it never again takes the place of a run that computes. Runs that still
+    compute when they are old keep the cores busy, are never marked, and nothing more
+    starts. The measurement is the whole machine's: on a machine busy with other work,
+    nothing is marked and only `floor` runs at once. Nothing starts before `ready` is set
+    (the engine's rank pool is warm): runs let in earlier would only wait for it, and
+    then all start at once.
     """
 
     def __init__(self, floor: int, ceiling: int, *, cores: int | None = None,
                  sample: Callable[[], tuple[int, int] | None] = _cpu_jiffies,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 ready: threading.Event | None = None) -> None:
         self.floor, self.ceiling = floor, max(floor, ceiling)
         self.cores = cores or os.cpu_count() or 1
         self._sample, self._clock = sample, clock
+        self._ready = ready
         self._lock = threading.Lock()
         self._started: dict[int, float] = {}  # ticket -> when its run was let in
+        self._waiting: set[int] = set()  # tickets of runs seen waiting
         self._tickets = 0
         self._samples: deque[tuple[float, tuple[int, int]]] = deque()
         self.peak = 0
@@ -226,16 +242,24 @@ class CpuAdmission:
             return None
         return (sample[0] - before[0]) / (sample[1] - before[1]) * self.cores
 
+    @property
+    def waiting(self) -> int:
+        return len(self._waiting)
+
     def enter(self) -> int | None:
         """A ticket if one more run may start now (hand it to `leave` when it ends)."""
+        if self._ready is not None and not self._ready.is_set():
+            return None
         with self._lock:
+            if self.running >= self.ceiling:
+                return None
             idle = self.idle_cores()
             now = self._clock()
-            if self.running >= self.floor:
-                young = sum(1 for t in self._started.values() if now - t < WAITING_AFTER_S)
-                if (self.running >= self.ceiling or young >= self.floor
-                        or idle is None or idle < ADMIT_IDLE_CORES):
-                    return None
+            if idle is not None and idle >= ADMIT_IDLE_CORES:
+                self._waiting.update(ticket for ticket, t in self._started.items()
+                                     if now - t >= WAITING_AFTER_S)
+            if self.running - len(self._waiting) >= self.floor:
+                return None
             self._tickets += 1
             self._started[self._tickets] = now
             self.peak = max(self.peak, self.running)
@@ -244,6 +268,7 @@ class CpuAdmission:
     def leave(self, ticket: int) -> None:
         with self._lock:
             del self._started[ticket]
+            self._waiting.discard(ticket)
 
 
 class _AdmittedWorker(Worker):
@@ -287,14 +312,14 @@ class _AdmittedWorker(Worker):
 def _execute(
     factory: sessionmaker[Session], settings: Settings, run_ids: list[int],
     on_progress: Callable[[int, int], None] | None,
-    settle: Callable[[set[int]], list[int]],
+    settle: Callable[[set[int]], list[int]], ready: threading.Event | None = None,
 ) -> None:
     """Work the queue in this process until every one of these runs, and every run `settle`
-    adds, is finished: AUDIT_CONCURRENCY runs at once, more while the cores are idle
-    (CpuAdmission)."""
+    adds, is finished: AUDIT_CONCURRENCY runs that compute at once, and beside them runs
+    that wait (CpuAdmission), from when `ready` is set."""
     stop, finished = threading.Event(), threading.Event()
     ended: deque[int] = deque()  # the runs this process's workers brought to their end
-    admission = CpuAdmission(AUDIT_CONCURRENCY, AUDIT_MAX_CONCURRENCY)
+    admission = CpuAdmission(AUDIT_CONCURRENCY, AUDIT_MAX_CONCURRENCY, ready=ready)
     workers = [_AdmittedWorker(factory, settings, stop=stop, admission=admission,
                                finished=finished, ended=ended)
                for _ in range(AUDIT_MAX_CONCURRENCY)]

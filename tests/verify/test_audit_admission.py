@@ -6,6 +6,8 @@ decisions it makes, not the speed they buy (benchmarks and docs/performance.md).
 
 from __future__ import annotations
 
+import threading
+
 from app.verify.audit import IDLE_WINDOW_S, WAITING_AFTER_S, CpuAdmission
 
 
@@ -95,4 +97,47 @@ def test_without_a_reading_of_the_cores_only_one_run_per_core() -> None:
     gate = CpuAdmission(2, 8, cores=2, sample=lambda: None, clock=machine.clock)
     gate.enter(), gate.enter()
     machine.run(5.0, idle_cores=2.0)
+    assert gate.enter() is None
+
+
+def test_a_run_seen_waiting_leaves_its_place_to_runs_that_compute_while_it_lasts() -> None:
+    machine = Machine()
+    gate = admission(machine)
+    waiting = [gate.enter(), gate.enter()]
+    machine.run(WAITING_AFTER_S + 0.1, idle_cores=2.0)  # both block in a collective
+    third = gate.enter()
+    assert third is not None and gate.waiting == 2
+    # The machine is busy now, but with the third run, not the two waiting ones: a
+    # fourth still starts, and a fifth waits for one of the two that compute.
+    machine.run(IDLE_WINDOW_S, idle_cores=0.0)
+    fourth = gate.enter()
+    assert fourth is not None
+    machine.run(IDLE_WINDOW_S, idle_cores=0.0)
+    assert gate.enter() is None
+    gate.leave(third)
+    assert gate.enter() is not None
+    # A waiting run that ends gives its place back, and its mark goes with it.
+    for ticket in waiting:
+        assert ticket is not None
+        gate.leave(ticket)
+    assert gate.waiting == 0 and gate.running == 2
+    assert gate.enter() is None
+
+
+def test_a_run_is_not_taken_for_waiting_while_the_cores_are_busy() -> None:
+    machine = Machine()
+    gate = admission(machine)
+    gate.enter(), gate.enter()
+    machine.run(5.0, idle_cores=0.2)  # old runs, but computing
+    assert gate.enter() is None
+    assert gate.waiting == 0
+
+
+def test_nothing_starts_before_the_rank_pool_is_ready() -> None:
+    machine, ready = Machine(), threading.Event()
+    gate = CpuAdmission(2, 8, cores=2, sample=machine.sample, clock=machine.clock, ready=ready)
+    machine.run(1.0, idle_cores=2.0)
+    assert gate.enter() is None and gate.running == 0
+    ready.set()
+    assert gate.enter() is not None and gate.enter() is not None
     assert gate.enter() is None
