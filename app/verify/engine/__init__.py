@@ -55,7 +55,9 @@ __all__ = [
 # 8: pipeline stages' forward and backward per micro-batch (stage_* events, `pipeline`).
 # 9: exercise runs execute the learner's code and the checks apart (forbid.split), with
 #    checks_start/checks_done and sequence-numbered events; ranks run at the caller's nice.
-HARNESS_VERSION = "10"
+# 11: bytes on the wire count once gloo has written them (tcpi_notsent_bytes added): a rank
+#     that finished a collective before the kernel sent its last small message read 0.
+HARNESS_VERSION = "11"
 MIN_WORLD_SIZE = 1
 MAX_WORLD_SIZE = 8
 # Snippets are short programs; anything larger is a mistake.

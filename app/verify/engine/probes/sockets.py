@@ -15,7 +15,13 @@ import time
 
 # struct tcp_info: tcpi_bytes_sent and tcpi_bytes_retrans are u64s at offsets 200 and 208
 # (Linux 4.19+). Sent counts a retransmitted segment again; loopback drops packets when
-# many runs share it, so the retransmitted bytes are taken off.
+# many runs share it, so the retransmitted bytes are taken off. tcpi_notsent_bytes (a u32 at
+# 144) is what gloo has written that the kernel still holds back (Nagle's algorithm waits
+# for an ACK before a small segment, a busy machine defers the send): those bytes are sent
+# as far as gloo is concerned, and a rank may finish a collective before the kernel
+# transmits its last small message. Counted once they are written, they belong to the
+# collective that wrote them, not to the next one (a 64-byte all-reduce once read 0).
+_TCPI_NOTSENT_BYTES = 144
 _TCPI_BYTES_SENT = 200
 _TCPI_BYTES_RETRANS = 208
 _TCP_INFO_LEN = 232
@@ -93,8 +99,8 @@ class GlooSockets:
 
     @staticmethod
     def _bytes_sent(fd: int, ino: int) -> int | None:
-        """The data bytes the socket has sent once (tcpi_bytes_sent less tcpi_bytes_retrans),
-        or None if `fd` no longer is that socket."""
+        """The data bytes written to the socket, each once: tcpi_bytes_sent less
+        tcpi_bytes_retrans, plus tcpi_notsent_bytes. None if `fd` no longer is that socket."""
         try:
             if os.fstat(fd).st_ino != ino:
                 return None
@@ -110,4 +116,5 @@ class GlooSockets:
         if len(info) < _TCPI_BYTES_RETRANS + 8:
             return 0
         sent, retrans = struct.unpack_from("QQ", info, _TCPI_BYTES_SENT)
-        return int(sent - retrans)
+        (notsent,) = struct.unpack_from("I", info, _TCPI_NOTSENT_BYTES)
+        return int(sent - retrans + notsent)
