@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 
-from app.verify.audit import IDLE_WINDOW_S, WAITING_AFTER_S, CpuAdmission
+from app.verify.audit import IDLE_WINDOW_S, SAMPLE_EVERY_S, WAITING_AFTER_S, CpuAdmission
 
 
 class Machine:
@@ -141,3 +141,25 @@ def test_nothing_starts_before_the_rank_pool_is_ready() -> None:
     ready.set()
     assert gate.enter() is not None and gate.enter() is not None
     assert gate.enter() is None
+
+
+def test_the_cores_are_read_once_a_tick_however_many_workers_ask() -> None:
+    machine = Machine()
+    reads = 0
+
+    def sample() -> tuple[int, int]:
+        nonlocal reads
+        reads += 1
+        return machine.sample()
+
+    gate = CpuAdmission(2, 8, cores=2, sample=sample, clock=machine.clock)
+    gate.enter(), gate.enter()
+    machine.run(WAITING_AFTER_S + 0.1, idle_cores=2.0)
+    before = reads
+    for _ in range(16):  # sixteen refused workers asking at one moment
+        gate.enter()
+    assert reads == before + 1
+    assert gate.running == 4  # two waiting, and two let in beside them on that one reading
+    machine.run(SAMPLE_EVERY_S, idle_cores=2.0)
+    gate.enter()
+    assert reads == before + 2
