@@ -55,6 +55,9 @@ IDLE_WINDOW_S = 0.25
 # each, read it once per tick between them (reading it on every ask, with 16 workers, was
 # 1.2 of the audit's 20 CPU-seconds).
 SAMPLE_EVERY_S = 0.01
+# Old runs are marked as waiting only while the cores were no busier than the young runs (a
+# core each at most) and this much more: an old run computing on a core is not marked.
+MARK_SLACK_CORES = 0.5
 
 
 @dataclass
@@ -205,10 +208,13 @@ class CpuAdmission:
 
     A run that only waits (ranks blocked in a collective until its timeout) leaves its
     cores idle. A run is counted as waiting once it is older than WAITING_AFTER_S while
-    the machine's cores were idle over the last IDLE_WINDOW_S; it keeps that mark until
-    it ends, so it never again takes the place of a run that computes. Runs that still
-    compute when they are old keep the cores busy, are never marked, and nothing more
-    starts. The measurement is the whole machine's: on a machine busy with other work,
+    the machine's cores were idle over the last IDLE_WINDOW_S: at least ADMIT_IDLE_CORES,
+    and no busier than the young runs (a core each at most) and MARK_SLACK_CORES explain.
+    It keeps that mark until it ends, so it never again takes the place of a run that
+    computes. An old run computing on one core of two with nothing young beside it is not
+    marked; one computing beside a young run that has not yet taken its core can be (the
+    young run's share is a guess), which lets one run more compute until it ends. The
+    measurement is the whole machine's: on a machine busy with other work,
     nothing is marked and only `floor` runs at once. Nothing starts before `ready` is set
     (the engine's rank pool is warm): runs let in earlier would only wait for it, and
     then all start at once.
@@ -235,7 +241,9 @@ class CpuAdmission:
         return len(self._started)
 
     def idle_cores(self) -> float | None:
-        """Cores idle over about the last IDLE_WINDOW_S (None until that can be told)."""
+        """Cores idle over about the last IDLE_WINDOW_S (None until that can be told).
+
+        Called with the lock held (by `enter`): it keeps the samples and the last reading."""
         now = self._clock()
         if self._samples and now - self._samples[-1][0] < SAMPLE_EVERY_S:
             return self._idle
@@ -265,9 +273,15 @@ class CpuAdmission:
                 return None
             idle = self.idle_cores()
             now = self._clock()
-            if idle is not None and idle >= ADMIT_IDLE_CORES:
-                self._waiting.update(ticket for ticket, t in self._started.items()
-                                     if now - t >= WAITING_AFTER_S)
+            if idle is not None:
+                old = [ticket for ticket, t in self._started.items()
+                       if now - t >= WAITING_AFTER_S and ticket not in self._waiting]
+                young = sum(1 for t in self._started.values() if now - t < WAITING_AFTER_S)
+                # What the cores did is more than the young runs (a core each at most) and
+                # half a core can explain: an old run computes, and none is marked.
+                busy = self.cores - idle
+                if old and idle >= ADMIT_IDLE_CORES and busy <= young + MARK_SLACK_CORES:
+                    self._waiting.update(old)
             if self.running - len(self._waiting) >= self.floor:
                 return None
             self._tickets += 1
