@@ -7,8 +7,11 @@ import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
+import typer
 from rich.console import Console
 from rich.markup import escape
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from app.db import make_engine, make_sessionmaker, session_scope
@@ -21,11 +24,29 @@ err = Console(stderr=True)
 def migrate_default(settings: Settings) -> None:
     """Migrate the embedded default database: the SQLite file in the data dir is the app's own
     and migrates itself; a configured database is the operator's, upgraded with
-    `ddpdrill db upgrade`."""
-    if settings.uses_default_database:
-        from app.migrate import upgrade
+    `ddpdrill db upgrade`. One that is not at the latest revision stops the command with a
+    message saying so (exit status 2), not a traceback from its first missing table."""
+    from app.migrate import behind, upgrade
 
-        upgrade(settings.resolved_database_url)
+    url = settings.resolved_database_url
+    if settings.uses_default_database:
+        upgrade(url)
+        return
+    shown = make_url(url).render_as_string(hide_password=True)
+    try:
+        lag = behind(url)
+    except SQLAlchemyError as exc:
+        reason = (str(getattr(exc, "orig", None) or exc).strip().splitlines() or [""])[0]
+        err.print(f"[red]error[/red] cannot reach the database at {escape(shown)}: "
+                  f"{escape(reason)}", highlight=False, soft_wrap=True)
+        raise typer.Exit(2) from None
+    if lag is not None:
+        current, heads = lag
+        at = ", ".join(sorted(current)) if current else "no schema yet"
+        err.print(f"[red]error[/red] the database at {escape(shown)} is not migrated ({at}; "
+                  f"the app needs {', '.join(sorted(heads))}): run `ddpdrill db upgrade` first",
+                  highlight=False, soft_wrap=True)
+        raise typer.Exit(2)
 
 
 def settings_for_command() -> Settings:

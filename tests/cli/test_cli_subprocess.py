@@ -404,3 +404,33 @@ def test_serve_processes_on_postgresql(deployment: Deployment, tmp_path: Path) -
     output = "".join(seen)
     assert "Traceback" not in output, output
     assert not list(scratch.glob("ddpdrill-metrics-*"))
+
+
+def test_a_configured_database_not_yet_migrated_is_named_with_what_to_run(
+        deployment: Deployment) -> None:
+    """An operator's database (an explicit URL) is upgraded by `ddpdrill db upgrade`; a command
+    run before it says so instead of a traceback from the first missing table."""
+    if deployment.kind == "default":
+        pytest.skip("the embedded default migrates itself")
+    for args in (("bank", "import"), ("bank", "verify", "--slug", "x"),
+                 ("serve", "--port", _free_port())):
+        refused = deployment.run(*args)
+        assert refused.returncode == 2, refused.stdout + refused.stderr
+        assert "Traceback" not in refused.stderr, refused.stderr
+        assert "is not migrated (no schema yet" in refused.stderr
+        assert "run `ddpdrill db upgrade` first" in refused.stderr
+    _ok(deployment.run("db", "upgrade"))
+    assert "audited runs" in _ok(deployment.run("bank", "import"))
+
+
+def test_an_unreachable_database_is_named_without_its_password(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    env = _clean_env(home)
+    env["DDPDRILL_DATABASE_URL"] = f"postgresql+psycopg://drill:hunter2@127.0.0.1:{_free_port()}/x"
+    result = subprocess.run([str(DDPDRILL), "bank", "import"], cwd=home, env=env,
+                            capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S, check=False)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr, result.stderr
+    assert "cannot reach the database at postgresql+psycopg://drill:***@127.0.0.1" in result.stderr
+    assert "hunter2" not in result.stderr + result.stdout
