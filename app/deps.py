@@ -5,17 +5,15 @@ The request path (docs/architecture.md): middleware (app.middleware) → these d
 the view (a plain `def`, run in the thread pool) → services → models. The session is a
 yield dependency with `scope="function"`: FastAPI runs its exit — commit, or roll back if
 the view raised — after the view returns and before the response is sent, so a failed
-commit is an error the client sees, never a success that lost its data. A hot view wrapped
-in `commits_in_view` commits in its own thread instead, with the same guarantee.
+commit is an error the client sees, never a success that lost its data.
 """
 
 from __future__ import annotations
 
-import functools
 import ipaddress
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Annotated, Any, ParamSpec, TypeVar
+from typing import Annotated, Any
 
 import anyio
 import anyio.to_thread
@@ -24,16 +22,14 @@ from fastapi.concurrency import run_in_threadpool
 from sqlalchemy.orm import Session
 from starlette.datastructures import FormData
 
-from app.accounts.learners import account_learner_id
 from app.accounts.models import User
+from app.accounts.service import account_learner_id
 from app.accounts.sessions import read_session
 from app.clock import Clock
 from app.csrf import require_csrf
 from app.errors import Busy, Forbidden, LoginRequired
 from app.settings import Settings
 
-P = ParamSpec("P")
-R = TypeVar("R")
 # Requests with these methods only read; the few GET views that write take WriteSessionDep.
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
@@ -51,8 +47,7 @@ async def _session(request: Request, *, write: bool) -> AsyncIterator[Session]:
     """One transaction per request, committed when the view returns, rolled back if it raised.
 
     Making the session does no I/O (it connects on first use, in the view's thread), so it
-    is made here on the event loop; the commit runs in a pool thread, unless the view
-    committed already in its own (commits_in_view).
+    is made here on the event loop; the commit runs in a pool thread.
 
     A request that may write first takes one of the process's write slots
     (DDPDRILL_WRITE_THREADS), held until its commit. On SQLite this makes the process's
@@ -82,13 +77,8 @@ async def _session(request: Request, *, write: bool) -> AsyncIterator[Session]:
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(_finish, session, False)
             raise
-        if session.in_transaction():
-            with anyio.CancelScope(shield=True):
-                await anyio.to_thread.run_sync(_finish, session, True)
-        else:
-            # Committed in the view's own thread (commits_in_view): closing a session that
-            # holds no connection does no I/O, so no second thread hand-off for it.
-            session.close()
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(_finish, session, True)
     finally:
         if slot:
             assert limiter is not None
@@ -108,24 +98,6 @@ async def get_write_session(request: Request) -> AsyncIterator[Session]:
     """A session that may write, for the GET views that do (on SQLite it begins IMMEDIATE)."""
     async with _session(request, write=True) as session:
         yield session
-
-
-def commits_in_view(view: Callable[P, R]) -> Callable[P, R]:
-    """A plain `def` view whose request session is committed in the view's own thread as it
-    returns, instead of in a second pool thread by the session dependency's exit: one thread
-    hand-off fewer per request, for the requests a class sends most (docs/performance.md).
-    What the client sees is unchanged: a failed commit is the view's error, so the dependency
-    rolls back and the error is answered; a view that raised commits nothing."""
-
-    @functools.wraps(view)
-    def committing(*args: P.args, **kwargs: P.kwargs) -> R:
-        result = view(*args, **kwargs)
-        for value in kwargs.values():
-            if isinstance(value, Session) and value.in_transaction():
-                value.commit()
-        return result
-
-    return committing
 
 
 SessionDep = Annotated[Session, Depends(get_session, scope="function")]
@@ -233,6 +205,19 @@ async def require_instructor(user: OptionalUser) -> User:
 
 
 InstructorUser = Annotated[User, Depends(require_instructor)]
+
+
+async def require_grader(user: OptionalUser) -> User:
+    """A signed-in instructor or admin: marking a class's talk-throughs (app/classes/grading.py;
+    an instructor reaches only their own classes, an admin every class)."""
+    if user is None:
+        raise LoginRequired("Sign in as the class's instructor to mark its answers.")
+    if not (user.is_instructor or user.is_admin):
+        raise Forbidden("Marking a class's answers is for its instructor.")
+    return user
+
+
+GraderUser = Annotated[User, Depends(require_grader)]
 
 
 def client_ip(request: Request) -> str:

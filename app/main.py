@@ -39,20 +39,25 @@ from app.metrics import AppMetrics, address_in, parse_networks
 from app.middleware import (
     AdmissionMiddleware,
     BufferedBodyMiddleware,
+    LateRefusalMiddleware,
     RequestMetricsMiddleware,
     SecurityHeadersMiddleware,
 )
 from app.mock import api as mock_api
 from app.mock import views as mock_views
+from app.planner import api as planner_api
+from app.planner import views as planner_views
 from app.progress import api as progress_api
 from app.progress import views as progress_views
 from app.questions import api as questions_api
 from app.questions import views as questions_views
 from app.quizzes import api as quizzes_api
 from app.quizzes import views as quizzes_views
+from app.quizzes.models import CONFIDENCE_LEVELS
 from app.render.markdown import pygments_css
 from app.reports import api as reports_api
 from app.reports import views as reports_views
+from app.reports.models import REPORT_KINDS
 from app.review import api as review_api
 from app.review import views as review_views
 from app.review.worker import FitWorker
@@ -62,7 +67,7 @@ from app.stats import views as stats_views
 from app.templating import STATIC_DIR, templates
 from app.verify import views as verify_views
 from app.verify.engine import sandbox_status
-from app.verify.service import queue_state
+from app.verify.queue import queue_state
 from app.verify.worker import WorkerPool, warm_engine
 
 # Swagger UI for /docs, vendored and pinned (static/vendor/README.md).
@@ -132,9 +137,8 @@ def _to_login(request: Request, exc: LoginRequired) -> Response:
 def create_app(settings: Settings | None = None, *, freeze_heap: bool = False) -> FastAPI:
     """The web app. `freeze_heap` (the served app, not the tests' many): once started, the
     objects alive then (the modules, the app, its routes and templates) are moved out of the
-    garbage collector's reach (gc.freeze). Otherwise each full collection walks all ~200,000
-    of them: on a page that builds many objects, such as a class page of 200 members, that
-    was a fifth of its CPU time (docs/performance.md, "The class page")."""
+    garbage collector's reach (gc.freeze). Otherwise each full collection walks every one of
+    them again, and a page that builds many objects (a large class's page) triggers many."""
     settings = settings or get_settings()
     engine = make_engine(settings.resolved_database_url, pool_size=settings.threads)
     # Said once, at start-up, before any run: whether snippets will be confined.
@@ -186,10 +190,15 @@ def create_app(settings: Settings | None = None, *, freeze_heap: bool = False) -
             return queue_state(db_session=session)
 
     app.state.metrics = AppMetrics(read_queue)
+    # Words of two features that pages of several others show (the confidence control, the
+    # report form under a graded answer).
+    templates.env.globals.update(confidence_levels=CONFIDENCE_LEVELS, report_kinds=REPORT_KINDS)
     app.add_middleware(LearnerCookieMiddleware, secret_key=settings.resolved_secret_key())
     # A request takes a slot only once its body is in, so slow clients hold no slot.
     app.add_middleware(AdmissionMiddleware, limit=settings.max_requests_in_flight,
                        wait_s=settings.admission_wait_s)
+    # Outside admission: a 429 waits to be sent without holding a slot.
+    app.add_middleware(LateRefusalMiddleware)
     # Outermost: a view never waits on a slow client's body while it holds the database.
     app.add_middleware(BufferedBodyMiddleware)
     app.add_middleware(SecurityHeadersMiddleware)
@@ -199,11 +208,6 @@ def create_app(settings: Settings | None = None, *, freeze_heap: bool = False) -
         # Outside the metrics, so a flood of made-up Host headers costs a 400 and nothing else.
         app.add_middleware(TrustedHostMiddleware, allowed_hosts=settings.allowed_host_list)
 
-    # A request is matched against the routes in this order, one by one: ~140 µs of
-    # FastAPI's time to reach the last of them. So what a class sends most comes first:
-    # the health probe, answers (API and form), question pages, then Verify. No path of
-    # one router is matched by a route of another (tests/test_routes.py), so the order
-    # changes nothing but the time.
     app.mount("/static", StaticFiles(directory=str(STATIC_DIR)), name="static")
 
     @app.get("/healthz", include_in_schema=False)
@@ -214,13 +218,19 @@ def create_app(settings: Settings | None = None, *, freeze_heap: bool = False) -
         # "unavailable": pages work but Verify refuses to run snippets.
         return {"status": "ok", "sandbox": sandbox}
 
-    for router in (quizzes_api.router, quizzes_views.router, questions_views.router,
-                   verify_views.api, verify_views.router, questions_api.router, review_api.router,
-                   reports_api.router, review_views.router, reports_views.router,
-                   exercises_api.router, exercises_views.router, progress_api.router,
-                   mock_api.router, mock_views.router, progress_views.router,
-                   accounts_views.router, authoring_views.router, stats_views.router, stats_api.router,
-                   classes_api.router, classes_views.router):
+    # No path of one router is matched by a route of another (tests/test_routes.py).
+    for router in (accounts_views.router, authoring_views.router,
+                   classes_api.router, classes_views.router,
+                   exercises_api.router, exercises_views.router,
+                   mock_api.router, mock_views.router,
+                   planner_api.router, planner_views.router,
+                   progress_api.router, progress_views.router,
+                   questions_api.router, questions_views.router,
+                   quizzes_api.router, quizzes_views.router,
+                   reports_api.router, reports_views.router,
+                   review_api.router, review_views.router,
+                   stats_api.router, stats_views.router,
+                   verify_views.api, verify_views.router):
         app.include_router(router)
 
     css = pygments_css()

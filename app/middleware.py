@@ -165,6 +165,41 @@ class AdmissionMiddleware:
             self.slots.release()
 
 
+# How long a 429 is held back before it is sent (LateRefusalMiddleware).
+REFUSAL_DELAY_S = 0.25
+_wait = asyncio.sleep  # (a test records the waits instead)
+
+
+class LateRefusalMiddleware:
+    """Every 429 goes out REFUSAL_DELAY_S late. A client that ignores Retry-After and asks again
+    at once (a flood) would otherwise spend the cores on refusals, and slow every other
+    learner. The refusal is held here, outside admission: by the time it waits, its request
+    has left its admission slot, its write slot and its database session, so a waiting
+    refusal holds nothing but its own connection."""
+
+    def __init__(self, app: ASGIApp, delay_s: float = REFUSAL_DELAY_S) -> None:
+        self.app = app
+        self.delay_s = delay_s
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        held: list[Message] = []
+
+        async def hold_refusal(message: Message) -> None:
+            if held or (message["type"] == "http.response.start" and message["status"] == 429):
+                held.append(message)
+                return
+            await send(message)
+
+        await self.app(scope, receive, hold_refusal)
+        if held:
+            await _wait(self.delay_s)
+            for message in held:
+                await send(message)
+
+
 class SecurityHeadersMiddleware:
     """A Content-Security-Policy and friends on every response."""
 

@@ -43,6 +43,7 @@ from sqlalchemy import event, insert, select  # noqa: E402
 
 from app.accounts.models import Learner, User  # noqa: E402
 from app.accounts.sessions import SESSION_COOKIE  # noqa: E402
+from app.classes import class_page  # noqa: E402
 from app.classes import service as classes  # noqa: E402
 from app.classes.models import (  # noqa: E402
     Assignment,
@@ -213,7 +214,7 @@ def statements_of_one_report(url: str, class_id: int) -> tuple[int, float]:
             assert classroom is not None
             sent.clear()
             t0 = time.perf_counter()
-            report = classes.class_report(db_session=s, classroom=classroom, now=datetime.now(UTC))
+            report = class_page.class_report(db_session=s, classroom=classroom, now=datetime.now(UTC))
             best = min(best, (time.perf_counter() - t0) * 1000)
             n = len(sent)
             assert len(report.members) == LEARNERS and len(report.topics) == TOPICS
@@ -264,7 +265,8 @@ def run(url: str, label: str) -> bool:
 
         def class_page() -> None:
             status, body = client.request_raw("GET", f"/classes/{class_id}")
-            assert status == 200 and body.count(b"<td class=m") == LEARNERS * TOPICS, status
+            # A cell per member and topic (in each round's drill-down), and per member and round.
+            assert status == 200 and body.count(b"<td class=m") >= LEARNERS * TOPICS, status
 
         def scores() -> None:
             status, body = client.request_raw("GET", f"/classes/{class_id}/scores.csv")

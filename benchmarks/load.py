@@ -258,9 +258,24 @@ async def drive(clients: list[Client], seconds: float,
     return timings
 
 
+def home(i: int) -> str:
+    """Visitor i's own address (127.0.1.1, 127.0.1.2, ...): learners at home, each under the
+    per-address limits of their own, as a class of 200 is (app/ratelimit.py)."""
+    return f"127.0.{1 + i // 250}.{1 + i % 250}"
+
+
+async def answered(client: Client) -> None:
+    """Answer the question Verify runs, as a learner must before its runs are theirs."""
+    reply = await client.post_json("/api/v1/questions/fixture-single/attempts",
+                                   {"answer": ANSWERS["fixture-single"]})
+    if reply.status != 200:
+        raise SystemExit(f"answering fixture-single gave {reply.status}: {reply.text[:500]}")
+
+
 async def prepare_verify(url: str) -> None:
     """Run the one Verify the cached workload reuses, and wait until it is done."""
     client = Client(url)
+    await answered(client)  # a run is an answerer's to see (app/reveal.py)
     reply = await client.post_json("/api/v1/questions/fixture-single/verify", {"params": {}})
     run_url = reply.json()["url"]
     deadline = time.monotonic() + 300
@@ -281,7 +296,7 @@ async def main_async(args: argparse.Namespace, servers: list[str], bare: str,
     async def run(name: str, url: str | list[str], setup: Callable[[Client], Awaitable[None]] | None,
                   one: Callable[[int, Client, int], Awaitable[Reply]], ok: set[int]) -> None:
         urls = [url] if isinstance(url, str) else url
-        clients = [Client(urls[i % len(urls)]) for i in range(n)]
+        clients = [Client(urls[i % len(urls)], source=home(i)) for i in range(n)]
         if setup is not None:
             await asyncio.gather(*(setup(c) for c in clients))
         results.append((name, await drive(clients, args.seconds, one, ok, args.warmup)))
@@ -309,7 +324,7 @@ async def main_async(args: argparse.Namespace, servers: list[str], bare: str,
               lambda i, c, k: c.post_form(f"/questions/{slugs[k % 3]}/answer",
                                           [("csrf_token", tokens[id(c)]),
                                            ("answer", ANSWERS[slugs[k % 3]])]), {200})
-    await run("cached Verify", server, None,
+    await run("cached Verify", server, answered,
               lambda i, c, k: c.post_json("/api/v1/questions/fixture-single/verify", {"params": {}}),
               {200})
     return results
@@ -342,7 +357,7 @@ async def a_class(url: str, learners: int, seconds: float, warmup: float,
 
     async def learner(i: int) -> None:
         nonlocal sent
-        client = Client(url)
+        client = Client(url, source=home(i))
         await asyncio.sleep(rng.uniform(0, arrival_s))
         k = rng.randrange(3)
         while time.monotonic() < stop:

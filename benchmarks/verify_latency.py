@@ -47,6 +47,10 @@ rank = dist.get_rank()
 """ + STEP + """
 del ddp
 dist.destroy_process_group()
+# As the engine's ranks do: torch 2.13 sometimes aborts at interpreter shutdown after DDP
+# ("terminate called without an active exception"), which fails the torchrun job.
+import os
+os._exit(0)
 """
 ENGINE_SNIPPET = IMPORTS + STEP
 

@@ -32,7 +32,9 @@ def answer_at_random(page: Any, rng: random.Random) -> bool:
     """Fill the answer form at random (a case's current part, a talk-through's two steps);
     False when the page has no answer form to fill."""
     if page.locator("#talk-text").count():
-        page.locator("#talk-text").fill("Protect the run, scope it, then measure.")
+        # A real answer: the rubric takes one of a dozen words or more.
+        page.locator("#talk-text").fill("First protect the run and pin the last good image, then scope the "
+                                        "slowdown rank by rank, then measure the exposed communication.")
     elif page.locator("input[name=ticked]").count():
         page.locator("input[name=ticked]").nth(0).check()
     elif page.locator("#answer-input").count():

@@ -14,7 +14,8 @@
     var editor = null;
     if (window.CodeMirror) {
       editor = window.CodeMirror.fromTextArea(area, {
-        mode: "python", lineNumbers: true, indentUnit: 4, tabSize: 4, indentWithTabs: false,
+        // Long lines wrap: a phone's editor never scrolls sideways.
+        mode: "python", lineNumbers: true, lineWrapping: true, indentUnit: 4, tabSize: 4, indentWithTabs: false,
         viewportMargin: Infinity, screenReaderLabel: "Your code",
         extraKeys: {
           // Tab indents inside the editor; Esc hands the keyboard back to the page.

@@ -1,5 +1,5 @@
 // At-a-glance enhancements; every page works without this file (CSP: script-src 'self').
-//  - sortable tables (th[data-sort] > button.sort);
+//  - sortable tables (th[data-sort] > button.sort); a table wider than its box as stacked rows;
 //  - keyboard: focus moves to the feedback after Submit; 1-9 pick a choice, Enter submits,
 //    n goes to the next question, ? lists the shortcuts;
 //  - an exercise's result is scrolled to and announced when it arrives;
@@ -37,11 +37,13 @@
     if (!n || total <= n || table.dataset.folded) return;
     table.dataset.folded = "1";
     table.classList.add("collapsed");
+    refold(table);
     var button = document.createElement("button");
     button.type = "button";
     button.className = "fold-toggle";
     var label = function () {
-      button.textContent = table.classList.contains("collapsed") ? "Show all " + total + " topics" : "Show the first " + n;
+      button.textContent = table.classList.contains("collapsed")
+        ? "Show all " + total + " " + (table.dataset.foldNoun || "topics") : "Show the first " + n;
       button.setAttribute("aria-expanded", String(!table.classList.contains("collapsed")));
     };
     button.addEventListener("click", function () { table.classList.toggle("collapsed"); label(); });
@@ -52,6 +54,128 @@
     var button = event.target.closest("th[data-sort] > button.sort");
     if (button) sortBy(button.parentElement);
   });
+
+  // ---- Tables that fit ----------------------------------------------------------------------
+  // A table wider than the box it sits in is laid out as stacked rows: one block per row, each
+  // cell under its column's name (data-label, from the header). No column is ever hidden in a
+  // sideways scroll. Checked again when the window changes size, when a fold opens and when htmx
+  // brings new content.
+  function headerNames(table) {
+    var head = table.tHead;
+    if (!head || !head.rows.length) return [];
+    var names = [];
+    Array.prototype.forEach.call(head.rows[head.rows.length - 1].cells, function (cell) {
+      var text = (cell.dataset.label || cell.textContent).replace(/\s+/g, " ").trim();
+      for (var k = 0; k < (cell.colSpan || 1); k++) names.push(text);
+    });
+    return names;
+  }
+  function labelCells(table) {
+    var names = headerNames(table);
+    Array.prototype.forEach.call(table.tBodies, function (body) {
+      Array.prototype.forEach.call(body.rows, function (row) {
+        var col = 0;
+        Array.prototype.forEach.call(row.cells, function (cell) {
+          if (!cell.hasAttribute("data-label") && names[col]) cell.setAttribute("data-label", names[col]);
+          col += cell.colSpan || 1;
+        });
+      });
+    });
+  }
+  function fits(table) {
+    return table.getBoundingClientRect().width <= table.parentElement.clientWidth + 1;
+  }
+  // Columns marked th.opt are the ones a narrow screen can do without: they go first, behind
+  // a button that names them; only a table that still does not fit is stacked.
+  function optionalColumns(table) {
+    var head = table.tHead, names = [], index = [];
+    if (!head || !head.rows.length) return { names: names, index: index };
+    var col = 0;
+    Array.prototype.forEach.call(head.rows[head.rows.length - 1].cells, function (cell) {
+      if (cell.classList.contains("opt")) {
+        names.push(cell.textContent.replace(/\s+/g, " ").trim());
+        for (var k = 0; k < (cell.colSpan || 1); k++) index.push(col + k);
+      }
+      col += cell.colSpan || 1;
+    });
+    Array.prototype.forEach.call(table.tBodies, function (body) {
+      Array.prototype.forEach.call(body.rows, function (row) {
+        var c = 0;
+        Array.prototype.forEach.call(row.cells, function (cell) {
+          if (index.indexOf(c) >= 0) cell.classList.add("opt");
+          c += cell.colSpan || 1;
+        });
+      });
+    });
+    return { names: names, index: index };
+  }
+  function columnsToggle(table, names) {
+    var box = table.closest(".table-scroll") || table;
+    var button = box.previousElementSibling;
+    if (!names) { if (button && button.classList.contains("columns-toggle")) button.remove(); return; }
+    if (!button || !button.classList.contains("columns-toggle")) {
+      button = document.createElement("button");
+      button.type = "button";
+      button.className = "columns-toggle";
+      button.addEventListener("click", function () {
+        table.dataset.allColumns = table.dataset.allColumns ? "" : "1";
+        fitTable(table);
+      });
+      box.insertAdjacentElement("beforebegin", button);
+    }
+    var all = !!table.dataset.allColumns;
+    button.textContent = all ? "Show fewer columns" : "Show " + names.length + " more column" +
+      (names.length === 1 ? "" : "s") + ": " + names.join(", ");
+    button.setAttribute("aria-expanded", String(all));
+  }
+  function fitTable(table) {
+    if (table.closest("svg") || !table.getClientRects().length) return;
+    table.classList.remove("stacked", "lean");
+    var opt = optionalColumns(table);
+    if (fits(table)) { columnsToggle(table, table.dataset.allColumns ? opt.names : null); return; }
+    if (opt.names.length) {
+      columnsToggle(table, opt.names);
+      if (!table.dataset.allColumns) {
+        table.classList.add("lean");
+        if (fits(table)) return;
+        table.classList.remove("lean");
+      }
+    }
+    labelCells(table);
+    table.classList.add("stacked");
+  }
+  // A picture (or a table that still does not fit) scrolls in its own box: say so above it.
+  function noteScroll(box) {
+    if (!box.getClientRects().length) return;
+    var wide = box.scrollWidth > box.clientWidth + 1;
+    var note = box.previousElementSibling;
+    var has = note && note.classList.contains("scroll-note");
+    if (wide && !has) {
+      note = document.createElement("p");
+      note.className = "hint scroll-note";
+      note.textContent = box.querySelector("table") ? "This table is wider than the screen: scroll it sideways."
+        : "This picture is wider than the screen: scroll it sideways.";
+      box.insertAdjacentElement("beforebegin", note);
+    } else if (!wide && has) {
+      note.remove();
+    }
+    if (wide) box.dataset.scrolls = "sideways"; else delete box.dataset.scrolls;
+  }
+  function fitTables(root) {
+    root = root || document;
+    if (root.matches && root.matches("table")) fitTable(root);
+    root.querySelectorAll("table").forEach(fitTable);
+    root.querySelectorAll(".svg-scroll, .table-scroll").forEach(noteScroll);
+  }
+  var resizing = null;
+  window.addEventListener("resize", function () {
+    clearTimeout(resizing);
+    resizing = setTimeout(function () { fitTables(); }, 100);
+  });
+  // A table inside a closed fold has no width until the fold opens.
+  document.addEventListener("toggle", function (event) {
+    if (event.target.open) fitTables(event.target);
+  }, true);
 
   // ---- Keyboard ---------------------------------------------------------------------------
   var SHORTCUTS = [
@@ -160,8 +284,18 @@
     if (!verdict) return;
     verdict.tabIndex = -1;
     verdict.focus({ preventScroll: true });
-    verdict.scrollIntoView({ block: "nearest" });
+    // The verdict at the top of the screen, and under it the Verify control: both in view.
+    verdict.scrollIntoView({ block: "start" });
   }
+
+  // Verify pressed: the run's status line (and then its result) comes into view where it
+  // appears, below the panel's knobs.
+  document.addEventListener("htmx:afterSwap", function (event) {
+    var target = event.detail && event.detail.target;
+    if (target && target.id === "verify-result" && target.querySelector(".run")) {
+      target.scrollIntoView({ block: "start", behavior: "smooth" });
+    }
+  });
 
   // An exercise's result: scroll to it and move the keyboard there once it is finished.
   function showResult() {
@@ -182,8 +316,9 @@
   });
   // htmx:load fires on the new content itself: the element that asked (the form, the polling
   // result) has been swapped out by then, so events on it never reach the document.
-  document.addEventListener("htmx:load", function () {
+  document.addEventListener("htmx:load", function (event) {
     document.querySelectorAll("table[data-fold]").forEach(setupFold);
+    fitTables(event.target);
     if (answering && document.querySelector("#answer-area section.graded")) {
       answering = false;
       focusFeedback(document.getElementById("answer-area"));
@@ -209,6 +344,7 @@
 
   function setup() {
     document.querySelectorAll("table[data-fold]").forEach(setupFold);
+    fitTables();
     var type = document.getElementById("f-type");
     if (type) showFieldsFor(type);
     showResult();

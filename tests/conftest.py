@@ -1,35 +1,74 @@
 """Shared fixtures: a real database per backend, the app, and a small fixture bank.
 
 Every database test runs on a real SQLite file, and again on PostgreSQL when
-DDPDRILL_TEST_DATABASE_URL is set (CI sets it). Each PostgreSQL test session
-works in its own schema, so parallel runs on one server do not collide.
+DDPDRILL_TEST_DATABASE_URL is set (CI sets it). Each test session (each xdist worker)
+works in its own SQLite file and its own PostgreSQL database, so parallel runs do not
+collide, not even in PostgreSQL's notifications.
+
+Two ways to a session, named for what they do: `db_session` is rolled back after the test
+and seen by nothing else (services tested alone); `session_factory` commits for real, so
+the app, workers and other sessions see it, and empties the database after the test. The
+fixture bank is loaded only where a test asks for it (`loaded`, or `client`).
 """
 
 from __future__ import annotations
 
+import os
+import re
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
 from pwdlib import PasswordHash
 from pwdlib.hashers.argon2 import Argon2Hasher
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 from typer.testing import CliRunner
 
 from app.accounts import passwords
 from app.clock import FixedClock
-from app.db import Base, make_engine, make_sessionmaker
+from app.db import make_engine, make_sessionmaker
 from app.main import create_app
 from app.migrate import upgrade
 from app.questions.bank import load_bank
 from app.questions.service import import_bank
 from app.settings import Settings, get_settings
-from tests.databases import backends, scratch_pg_schema
+from tests.databases import backends, empty, scratch_pg_database, scratch_pg_schema
 from tests.factories import FIXTURE_BANK, T0, VARIANT_BANK, Account, create_account, import_folder, login
 from tests.servers import Server
+
+# The command line's consoles (rich) take COLUMNS for good if it is set when they are made,
+# and an xdist worker starts with COLUMNS=80. Unset, they read it at each print: tests get 200
+# columns (wide_console below), and a test may ask for more.
+os.environ.pop("COLUMNS", None)
+
+
+@pytest.hookimpl(optionalhook=True, tryfirst=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """How `--dist loadscope` (scripts/test) spreads the tests over xdist's workers: one test
+    at a time to whichever worker is free, except that the tests of a module with
+    module-scoped fixtures (the browser tests' servers, a module's gloo runs) stay on one
+    worker, so that those fixtures are made once."""
+    if config.getvalue("dist") != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    tests = config.rootpath / "tests"
+    together = {path.relative_to(config.rootpath).as_posix() for path in tests.rglob("test_*.py")
+                if _MODULE_SCOPED.search(path.read_text(encoding="utf-8"))}
+
+    class ModulesWithTheirFixtures(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return path if path in together else nodeid
+
+    return ModulesWithTheirFixtures(config, log)
+
+
+_MODULE_SCOPED = re.compile(r"""scope=["'](module|class|package)["']""")
 
 
 @pytest.fixture(params=backends())
@@ -55,14 +94,14 @@ def cli_env(database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
 
 @pytest.fixture(scope="session", params=backends())
 def database_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A migrated, empty database: an SQLite file, or a fresh PostgreSQL schema."""
+    """A migrated, empty database: an SQLite file, or a fresh PostgreSQL database."""
     if request.param == "sqlite":
         path = tmp_path_factory.mktemp("db") / "test.db"
         url = f"sqlite:///{path}"
         upgrade(url)
         yield url
         return
-    with scratch_pg_schema("t") as url:
+    with scratch_pg_database("ddpdrill_test") as url:
         upgrade(url)
         yield url
 
@@ -74,39 +113,27 @@ def db_engine(database_url: str) -> Iterator[Engine]:
     engine.dispose()
 
 
-def _wipe(engine: Engine) -> None:
-    # DELETE rather than TRUNCATE: on a test's few rows it takes milliseconds where
-    # PostgreSQL's TRUNCATE of every table takes ~0.2 s, which added up to most of the suite.
-    with engine.begin() as conn:
-        # questions.current_revision_id and question_revisions.question_id point at each
-        # other; break that cycle first, since both databases check foreign keys.
-        conn.execute(text("UPDATE questions SET current_revision_id = NULL"))
-        for table in reversed(Base.metadata.sorted_tables):
-            conn.execute(table.delete())
-
-
 @pytest.fixture
 def session_factory(db_engine: Engine) -> Iterator[sessionmaker[Session]]:
-    """A sessionmaker on a database that is emptied after the test."""
+    """Sessions whose commits are real: the app, a worker, a subprocess or another session
+    sees them. The database is emptied after the test. What asks for the app
+    (`app_client`, `client`, ...) or a server uses this one."""
     yield make_sessionmaker(db_engine)
-    _wipe(db_engine)
+    empty(db_engine)
 
 
 @pytest.fixture
 def db_session(request: pytest.FixtureRequest, db_engine: Engine) -> Iterator[Session]:
-    """A session on the test database.
+    """One session inside an outer transaction that is rolled back after the test: its
+    commits are savepoints, so nothing needs deleting, and nothing else sees what it wrote.
 
-    When nothing else in the test touches the database (no app, no other session), the
-    test runs inside one outer transaction that is rolled back afterwards: its commits
-    are savepoints, and nothing needs deleting. Beside the app or `session_factory`, whose
-    sessions must see what this one commits, it is an ordinary session and the database
-    is emptied after the test (`session_factory`)."""
+    For a test of services alone. A test that needs its writes seen (by the app, a worker,
+    another session) asks for `session_factory` instead; asking for both is an error, since
+    the app would never see this session's rows."""
     if "session_factory" in request.fixturenames:
-        session = request.getfixturevalue("session_factory")()
-        yield session
-        session.rollback()
-        session.close()
-        return
+        pytest.fail("db_session is rolled back and seen by nothing else; this test also uses "
+                    "session_factory (directly or through the app or a server): use session_factory "
+                    "for its sessions too", pytrace=False)
     with db_engine.connect() as connection:
         outer = connection.begin()
         session = Session(bind=connection, expire_on_commit=False,
@@ -153,6 +180,15 @@ def variant_client(app_client: TestClient, session_factory: sessionmaker[Session
     import_folder(session_factory, VARIANT_BANK)
     app_client.app.state.clock = FixedClock(T0)  # type: ignore[attr-defined]
     return app_client
+
+
+@pytest.fixture(autouse=True, scope="session")
+def wide_console() -> Iterator[None]:
+    """The command line's tables as tests read them: 200 columns wide, whether pytest runs
+    in a terminal or not (rich would take 80 and wrap)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("COLUMNS", "200")
+        yield
 
 
 @pytest.fixture(autouse=True)
@@ -208,10 +244,11 @@ def admin_client(new_client: Callable[..., TestClient], admin: Account) -> TestC
 
 
 @pytest.fixture
-def clock(client: TestClient) -> FixedClock:
-    """The app's clock, standing at T0 until a test advances it."""
+def clock(app_client: TestClient) -> FixedClock:
+    """The app's clock, standing at T0 until a test advances it (the bank is not loaded:
+    ask for `client` as well for that)."""
     fixed = FixedClock(T0)
-    client.app.state.clock = fixed  # type: ignore[attr-defined]
+    app_client.app.state.clock = fixed  # type: ignore[attr-defined]
     return fixed
 
 

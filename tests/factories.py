@@ -198,6 +198,13 @@ def answer(client: Any, slug: str, value: object, confidence: str | None = None,
     return client.post(action, data=data, follow_redirects=False)
 
 
+def answered(client: Any, slug: str = "fixture-single", value: object = "b") -> None:
+    """Answer a question through the API, as a learner must before its runs are theirs to see
+    (app/reveal.py)."""
+    r = client.post(f"/api/v1/questions/{slug}/attempts", json={"answer": value})
+    assert r.status_code == 200, r.text
+
+
 def api_routes(app: Any) -> list[Any]:
     """Every endpoint route with its full path and effective dependencies.
 

@@ -40,14 +40,23 @@ class _ClosedBeforeReply(ConnectionError):
 class Client:
     """One visitor: a keep-alive connection and a cookie jar."""
 
-    def __init__(self, base_url: str, timeout_s: float = 60.0) -> None:
+    def __init__(self, base_url: str, timeout_s: float = 60.0, source: str | None = None) -> None:
+        """`source`: the local address to connect from (any of 127.0.0.0/8 reaches a server on
+        127.0.0.1), so that visitors can come from addresses of their own."""
         parts = urlsplit(base_url)
+        self.source = source
         self.host = parts.hostname or "127.0.0.1"
         self.port = parts.port or 80
         self.timeout_s = timeout_s
         self.cookies: dict[str, str] = {}
         self._reader: asyncio.StreamReader | None = None
         self._writer: asyncio.StreamWriter | None = None
+
+    @property
+    def connected(self) -> bool:
+        """Whether a connection is open (a request on a new connection is written in the
+        same step as it opens)."""
+        return self._writer is not None and not self._writer.is_closing()
 
     async def close(self) -> None:
         if self._writer is not None:
@@ -60,7 +69,8 @@ class Client:
         if self._reader is not None and self._reader.at_eof():
             await self.close()  # the server closed the idle connection (its keep-alive timeout)
         if self._reader is None or self._writer is None or self._writer.is_closing():
-            self._reader, self._writer = await asyncio.open_connection(self.host, self.port)
+            self._reader, self._writer = await asyncio.open_connection(
+                self.host, self.port, local_addr=(self.source, 0) if self.source else None)
         return self._reader, self._writer
 
     async def request(self, method: str, path: str, *, body: bytes = b"",

@@ -30,10 +30,16 @@ from app.settings import Settings
 from tests.factories import import_folder
 
 REPO = Path(__file__).resolve().parents[1]
-# A server imports torch-free app code and starts in about a second; this bounds a broken start.
-SERVER_START_TIMEOUT_S = 30
+# A server imports torch-free app code and starts in about a second on an idle machine;
+# this bounds a broken start, on a machine shared by several test runs.
+SERVER_START_TIMEOUT_S = 120
 # A server in a thread starts in well under a second.
-THREAD_START_TIMEOUT_S = 15
+# How long a browser test waits on a page of a live server: four xdist workers, gloo ranks
+# and Chromium share two cores in CI, and a page that takes 10 s there once failed a run.
+PAGE_TIMEOUT_MS = 20_000
+THREAD_START_TIMEOUT_S = 60
+# How often a `serve` subprocess is started on another port when its own was taken.
+PORT_TRIES = 5
 
 
 def _free_port() -> int:
@@ -44,12 +50,17 @@ def _free_port() -> int:
 
 @contextmanager
 def serve(settings: Settings) -> Iterator[str]:
-    """Runs the app with these settings in a thread; yields its base URL."""
-    port = _free_port()
+    """Runs the app with these settings in a thread; yields its base URL. The socket is
+    bound here and handed to uvicorn, so no other test (another xdist worker's) can take
+    the port in between."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    port = int(listener.getsockname()[1])
     settings = settings.model_copy(update={"host": "127.0.0.1", "port": port})
     server = uvicorn.Server(uvicorn.Config(create_app(settings), host="127.0.0.1", port=port,
                                            log_level="warning", ws="none", lifespan="on"))
-    thread = threading.Thread(target=server.run, name="live-server", daemon=True)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [listener]}, name="live-server",
+                              daemon=True)
     thread.start()
     deadline = time.monotonic() + THREAD_START_TIMEOUT_S
     while not server.started:
@@ -61,6 +72,7 @@ def serve(settings: Settings) -> Iterator[str]:
     finally:
         server.should_exit = True
         thread.join(timeout=30)
+        listener.close()
 
 
 def database_with(folder: Path, bank: Path) -> str:
@@ -99,23 +111,34 @@ class Server:
         env = {**os.environ, "DDPDRILL_DATABASE_URL": self.database_url,
                "DDPDRILL_DATA_DIR": str(self.folder / "data"),
                "DDPDRILL_SECRET_KEY": "classroom-test-secret-key-0123456789abcdef",
-               "DDPDRILL_WORKERS": "0", "DDPDRILL_LOAD_BANK_ON_START": "false", **self.env}
-        log = open(self.folder / f"server-{self.port}-{time.monotonic_ns()}.log", "wb")  # noqa: SIM115
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "app.cli", "serve", "--port", str(self.port)],
-            cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        log.close()
-        deadline = time.monotonic() + SERVER_START_TIMEOUT_S
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
+               "DDPDRILL_WORKERS": "0", "DDPDRILL_LOAD_BANK_ON_START": "false",
+               # A busy test machine must not turn into 503s: these tests are about what the
+               # server stores, not about admission (tests of admission set their own wait).
+               "DDPDRILL_ADMISSION_WAIT_S": "120", **self.env}
+        for _ in range(PORT_TRIES):
+            log_path = self.folder / f"server-{self.port}-{time.monotonic_ns()}.log"
+            with open(log_path, "wb") as log:
+                self.proc = subprocess.Popen(
+                    [sys.executable, "-m", "app.cli", "serve", "--port", str(self.port)],
+                    cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+            deadline = time.monotonic() + SERVER_START_TIMEOUT_S
+            while time.monotonic() < deadline:
+                if self.proc.poll() is not None:
+                    break
+                try:
+                    with urllib.request.urlopen(self.url + "/healthz", timeout=1) as r:
+                        if r.status == 200:
+                            return self
+                except OSError:
+                    time.sleep(0.05)
+            else:
+                raise AssertionError("the server did not start")
+            if b"address already in use" not in log_path.read_bytes().lower():
                 raise AssertionError(f"the server exited with {self.proc.returncode}")
-            try:
-                with urllib.request.urlopen(self.url + "/healthz", timeout=1) as r:
-                    if r.status == 200:
-                        return self
-            except OSError:
-                time.sleep(0.05)
-        raise AssertionError("the server did not start")
+            # Another test (another xdist worker's) took the port between our look and the
+            # server's bind: another port.
+            self.port = _free_port()
+        raise AssertionError(f"no free port in {PORT_TRIES} tries")
 
     def kill(self) -> None:
         """SIGKILL: no shutdown hook runs, as when the machine loses power."""

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-import time
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -51,17 +52,29 @@ def test_the_wait_bounds_the_queue_not_the_view(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # A view that runs longer than the admission wait (a slow disk, a long upload's
-    # import) finishes and is answered: only the wait for a write slot is bounded.
+    # import) finishes and is answered: only the wait for a write slot is bounded. The view
+    # here holds the one write slot until a second answer has waited out the whole
+    # admission wait and been refused, so it provably ran longer than that wait.
+    entered, go_on = threading.Event(), threading.Event()
     slow_answer = practice_api.answer_question
 
     def answer_slowly(**kwargs: Any) -> Any:
-        time.sleep(0.8)
+        entered.set()
+        assert go_on.wait(60)
         return slow_answer(**kwargs)
 
     monkeypatch.setattr(practice_api, "answer_question", answer_slowly)
     settings = settings.model_copy(update={"write_threads": 1, "admission_wait_s": 0.2})
-    with TestClient(create_app(settings)) as client:
-        reply = client.post(ANSWER, json={"answer": "b"})
+    with TestClient(create_app(settings)) as client, ThreadPoolExecutor(1) as pool:
+        first = pool.submit(client.post, ANSWER, json={"answer": "b"})
+        try:
+            assert entered.wait(60)
+            refused = client.post(ANSWER, json={"answer": "b"})
+            assert refused.status_code == 503, refused.text
+            assert not first.done()
+        finally:
+            go_on.set()
+        reply = first.result(timeout=60)
         assert reply.status_code == 200, reply.text
         assert reply.json()["correct"] is True
     assert _attempts(session_factory) == 1

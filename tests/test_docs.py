@@ -88,3 +88,17 @@ def test_the_docs_never_send_a_reader_outside_the_repository() -> None:
     outside = [f"{p.relative_to(root)}: {line.strip()}" for p in pages
                for line in p.read_text().splitlines() if "../shared" in line or "](../" in line]
     assert not outside, outside
+
+
+def test_the_performance_page_states_todays_figures_with_their_commands() -> None:
+    """docs/performance.md is today's figures, not a diary: short, and every section says how
+    to reproduce its figure and when it was measured (or that it is still to be measured)."""
+    text = (ROOT / "docs" / "performance.md").read_text()
+    assert len(text.splitlines()) <= 300
+    sections = re.split(r"^## ", text, flags=re.M)[1:]
+    assert sections
+    for section in sections:
+        title = section.splitlines()[0]
+        assert re.search(r"^    \S", section, re.M), f"{title}: no command to reproduce it"
+        assert re.search(r"\b20\d\d-\d\d-\d\d\b|to be re-measured", section, re.I), (
+            f"{title}: no date measured")

@@ -1,6 +1,6 @@
-"""The app's routers are included in order of traffic (app/main.py), not of meaning. That is
-safe only while no path one of them serves is also matched by a route of another: then
-whichever comes first, a request reaches the same view."""
+"""The app's routers are included in one order (app/main.py), and that order must not matter:
+no path one of them serves is also matched by a route of another, so whichever comes first,
+a request reaches the same view."""
 
 from __future__ import annotations
 

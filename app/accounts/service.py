@@ -1,4 +1,5 @@
-"""Accounts and the audit log: create, change and authenticate users; record who did what.
+"""Accounts, learner identities and the audit log: create, change and authenticate users;
+the learner row every feature's records hang from; record who did what.
 
 Only services write audit entries: a view says what happened by calling one.
 """
@@ -6,15 +7,19 @@ Only services write audit entries: a view says what happened by calling one.
 from __future__ import annotations
 
 import re
+import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import bindparam, func, select
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
 from app import ratelimit
-from app.accounts.models import ROLES, AuditEntry, User
+from app.accounts.models import ROLES, AuditEntry, Learner, User
 from app.accounts.passwords import burn_verify, hash_password, verify_and_update
+from app.db import utcnow
 from app.errors import InvalidInput, RateLimited
 
 USERNAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$")
@@ -28,6 +33,40 @@ SIGNUP_WINDOW_SECONDS = 3600
 
 class AccountError(InvalidInput):
     """A username, password or role that cannot be used."""
+
+
+# Learner identities -----------------------------------------------------------------------
+
+_LEARNER_EXISTS = select(Learner.id).where(Learner.id == bindparam("learner_id"))
+# ON CONFLICT DO NOTHING: a learner's first two requests may arrive together (PostgreSQL
+# runs them at once); both must find the row afterwards, neither may fail.
+_NEW_LEARNER = {
+    "sqlite": sqlite_insert(Learner).on_conflict_do_nothing(index_elements=[Learner.id]),
+    "postgresql": pg_insert(Learner).on_conflict_do_nothing(index_elements=[Learner.id]),
+}
+
+
+def ensure_learner(*, db_session: Session, learner_id: str) -> None:
+    """Make the learner's row on first sight (an answer, a card or a quiz refers to it)."""
+    conn = db_session.connection()
+    if conn.execute(_LEARNER_EXISTS, {"learner_id": learner_id}).first() is None:
+        conn.execute(_NEW_LEARNER[conn.dialect.name], {"id": learner_id, "created_at": utcnow()})
+
+
+def account_learner_id(*, db_session: Session, user_id: int) -> str:
+    """The learner identity an account owns (the oldest, should there ever be two).
+
+    An account made by an admin or the command line has none until it first practises;
+    it then gets a new, empty one, never the browser's anonymous history (only sign-up
+    claims that: app.learners.service)."""
+    owned = db_session.scalar(select(Learner.id).where(Learner.user_id == user_id)
+                              .order_by(Learner.created_at, Learner.id).limit(1))
+    if owned is not None:
+        return owned
+    learner = Learner(id=str(uuid.uuid4()), user_id=user_id)
+    db_session.add(learner)
+    db_session.flush()
+    return learner.id
 
 
 # Audit log --------------------------------------------------------------------------------
@@ -176,7 +215,7 @@ def authenticate(
     the limit holds across web processes. Every outcome is audited with the address.
 
     Every attempt is first counted as a failure, and that is committed here, before the
-    password hash is checked: the check takes a tenth of a second of CPU, and on SQLite no
+    password hash is checked: the check is slow by design, and on SQLite no
     other request could write meanwhile. A correct password then takes its hit back in
     the request's next transaction.
     """
@@ -200,6 +239,6 @@ def authenticate(
     if not ok or user is None:
         audit(db_session=db_session, user=None, actor=username, action="login.failed", detail=ip)
         return LoginResult(None)
-    ratelimit.forgive(db_session=db_session, hit_row=attempt)
+    ratelimit.forgive(db_session=db_session, hit_id=attempt)
     audit(db_session=db_session, user=user, action="login", detail=ip)
     return LoginResult(user)

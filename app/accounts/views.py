@@ -4,19 +4,21 @@ delete the account), and the admin's pages for accounts and the audit log."""
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from typing import Any
 from urllib.parse import urlsplit
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import RedirectResponse, Response
 
-from app.accounts import learners, service
+from app.accounts import service
 from app.accounts.models import ROLES, User
 from app.accounts.sessions import clear_session_cookie, set_session_cookie
 from app.classes import service as classes
 from app.deps import (
     CSRF,
     AdminUser,
+    ClockDep,
     CurrentLearner,
     FormDep,
     LearnerUser,
@@ -28,6 +30,7 @@ from app.deps import (
 )
 from app.errors import NotFound, RateLimited
 from app.identity import LEARNER_COOKIE, LEARNER_COOKIE_MAX_AGE, fresh_learner_cookie
+from app.learners import service as learners
 from app.reports import service as reports
 from app.templating import templates
 
@@ -157,23 +160,26 @@ def signup(request: Request, form: FormDep, db_session: SessionDep, user: Option
     return response
 
 
-def _account_ctx(db_session: Any, user: User, learner_id: str) -> dict[str, Any]:
-    return {"user": user, "history": learners.history(db_session=db_session, learner_id=learner_id),
+def _account_ctx(db_session: Any, user: User, learner_id: str, now: datetime) -> dict[str, Any]:
+    return {"user": user, "history": learners.history(db_session=db_session, learner_id=learner_id,
+                                                      now=now),
             "reports": reports.my_reports(db_session=db_session, learner_id=learner_id),
             "classes": classes.learner_classes(db_session=db_session, user_id=user.id)}
 
 
 @router.get("/account")
 def account_page(request: Request, db_session: SessionDep, user: LearnerUser,
-                 learner_id: CurrentLearner, welcome: str = "") -> Response:
+                 learner_id: CurrentLearner, clock: ClockDep, welcome: str = "") -> Response:
     return _account_page(request, "account.html",
-                         {**_account_ctx(db_session, user, learner_id), "welcome": bool(welcome)})
+                         {**_account_ctx(db_session, user, learner_id, clock.now()),
+                          "welcome": bool(welcome)})
 
 
 @router.get("/account/export.json")
 def export_account(db_session: SessionDep, user: LearnerUser,
-                   learner_id: CurrentLearner) -> Response:
-    data = learners.export_data(db_session=db_session, user=user, learner_id=learner_id)
+                   learner_id: CurrentLearner, clock: ClockDep) -> Response:
+    data = learners.export_data(db_session=db_session, user=user, learner_id=learner_id,
+                                now=clock.now())
     return Response(json.dumps(data, indent=2, ensure_ascii=False), media_type="application/json",
                     headers={"Content-Disposition":
                              f'attachment; filename="ddpdrill-{user.username}.json"'})
@@ -181,10 +187,10 @@ def export_account(db_session: SessionDep, user: LearnerUser,
 
 @router.post("/account/delete")
 def delete_account(request: Request, form: FormDep, db_session: SessionDep, user: LearnerUser,
-                   learner_id: CurrentLearner, _: CSRF) -> Response:
+                   learner_id: CurrentLearner, clock: ClockDep, _: CSRF) -> Response:
     if str(form.get("confirm") or "").strip() != user.username:
         return _account_page(request, "account.html",
-                             {**_account_ctx(db_session, user, learner_id),
+                             {**_account_ctx(db_session, user, learner_id, clock.now()),
                               "error": "Type your username to confirm deleting the account."},
                              status=422)
     counts = learners.delete_account(db_session=db_session, user=user)

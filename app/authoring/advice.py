@@ -1,7 +1,7 @@
 """The publish gate's key problems, said to an author in words, with the one-click fix where
 there is one ("the key ticks C, but the run shows A is the averaged gradient: tick A").
 
-`app.questions.schema.key_binding_problems` is the rule (the gate refuses while it finds any);
+`app.questions.binding.key_binding_problems` is the rule (the gate refuses while it finds any);
 this module only words the same finding for a person, one item per choice or expectation,
 and offers the change to the answer key that would satisfy it.
 """
@@ -12,7 +12,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.questions.schema import Expectation, QuestionDoc, key_binding_problems, measured_key
+from app.questions.binding import key_binding_problems, measured_key
+from app.questions.schema import Expectation, QuestionDoc
 
 
 @dataclass(frozen=True)

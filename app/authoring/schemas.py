@@ -114,10 +114,13 @@ class EditorForm:
     harness: str = ""
     harness_file: str = ""
     hints: list[str] = field(default_factory=lambda: [""] * HINT_FIELDS)
-    # The collectives learner code may not call (comma-separated), and the known-wrong
-    # solutions the gate proves the checks reject (YAML list of file, why, code).
+    # The collectives learner code may not call (comma-separated), the known-wrong solutions
+    # the gate proves the checks reject and the other right solutions it proves they accept
+    # (YAML lists of file, why, code), and whether the ranks share a folder.
     forbid: str = ""
     wrong: str = ""
+    right: str = ""
+    shared_folder: bool = False
     # Choices no measurement can decide, with the reason (YAML mapping: key -> reason).
     explained: str = ""
     # Questions with parameters: the variables, which combinations are variants, computed
@@ -180,6 +183,9 @@ class EditorForm:
             form.forbid = ", ".join(doc.exercise.forbid)
             form.wrong = _dump([{"file": w.file, "why": w.why, "code": w.code or ""}
                                 for w in doc.exercise.wrong]) if doc.exercise.wrong else ""
+            form.right = _dump([{"file": r.file, "why": r.why, "code": r.code or ""}
+                                for r in doc.exercise.right]) if doc.exercise.right else ""
+            form.shared_folder = doc.exercise.shared_folder
         form.choices += [ChoiceRow() for _ in range(SPARE_CHOICES)]
         return form
 
@@ -206,7 +212,8 @@ class EditorForm:
             solution=get("solution"), solution_file=get("solution_file").strip(),
             harness=get("harness"), harness_file=get("harness_file").strip(),
             hints=[get(f"hint_{i}") for i in range(1, HINT_FIELDS + 1)],
-            forbid=get("forbid").strip(), wrong=get("wrong"),
+            forbid=get("forbid").strip(), wrong=get("wrong"), right=get("right"),
+            shared_folder=get("shared_folder") == "on",
             explained=get("explained"),
             note=get("note").strip(), base_revision_id=get("base_revision_id").strip(),
             variables=get("variables"), variants=get("variants"), compute=get("compute"),
@@ -342,22 +349,26 @@ class EditorForm:
         forbid = [n.strip() for n in self.forbid.replace("\n", ",").split(",") if n.strip()]
         if forbid:
             out["forbid"] = forbid
-        wrong = self._yaml("wrong", self.wrong)
-        if wrong is not None:
-            if not isinstance(wrong, list) or not all(isinstance(w, dict) for w in wrong):
-                self.error("wrong", "a YAML list of wrong solutions, each with file, why and code")
-            else:
-                for i, w in enumerate(wrong, 1):
-                    code = w.get("code")
-                    if not isinstance(code, str) or not code.strip():
-                        self.error("wrong", f"wrong solution {i}: its code is missing")
-                        continue
-                    try:
-                        compile(code, str(w.get("file") or f"wrong_{i}.py"), "exec")
-                    except SyntaxError as exc:
-                        self.error("wrong", f"wrong solution {i}: Python syntax error on line "
-                                            f"{exc.lineno}: {exc.msg}")
-                out["wrong"] = wrong
+        for kind, text in (("wrong", self.wrong), ("right", self.right)):
+            listed = self._yaml(kind, text)
+            if listed is None:
+                continue
+            if not isinstance(listed, list) or not all(isinstance(w, dict) for w in listed):
+                self.error(kind, f"a YAML list of {kind} solutions, each with file, why and code")
+                continue
+            for i, w in enumerate(listed, 1):
+                code = w.get("code")
+                if not isinstance(code, str) or not code.strip():
+                    self.error(kind, f"{kind} solution {i}: its code is missing")
+                    continue
+                try:
+                    compile(code, str(w.get("file") or f"{kind}_{i}.py"), "exec")
+                except SyntaxError as exc:
+                    self.error(kind, f"{kind} solution {i}: Python syntax error on line "
+                                     f"{exc.lineno}: {exc.msg}")
+            out[kind] = listed
+        if self.shared_folder:
+            out["shared_folder"] = True
         if self.harness.strip():
             out["harness"] = self.harness_file or f"{base}_checks.py"
             out["harness_code"] = self.harness
@@ -373,7 +384,7 @@ class EditorForm:
         except ValidationError as exc:
             for err in exc.errors():
                 loc = tuple(err["loc"])
-                if len(loc) > 1 and loc[0] == "trace" and loc[1] in ("rank_events", "buckets"):
+                if len(loc) > 1 and loc[0] == "trace" and loc[1] in ("rank_events", "buckets", "artifact"):
                     loc = loc[:1] + loc[2:]
                 cause = err.get("ctx", {}).get("error")
                 if isinstance(cause, FieldError):

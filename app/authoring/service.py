@@ -21,7 +21,7 @@ from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
 from app import ratelimit
-from app.accounts.models import ROLE_ADMIN, User
+from app.accounts.models import ROLE_ADMIN, ROLE_AUTHOR, User
 from app.accounts.service import audit
 from app.authoring import bankfiles
 from app.authoring.models import BankUpload
@@ -37,7 +37,7 @@ from app.questions.models import (
     QuestionRevision,
     Topic,
 )
-from app.questions.schema import QuestionDoc, TopicDoc, describe_variant
+from app.questions.schema import QuestionDoc, TopicDoc
 from app.questions.service import (
     ImportReport,
     append_revision,
@@ -47,8 +47,10 @@ from app.questions.service import (
     revision_doc,
     upsert_topic,
 )
+from app.questions.values import describe_variant
 from app.quizzes.grading import correct_answer
 from app.verify import gate
+from app.verify import results as verify_results
 from app.verify import service as verify_service
 from app.verify.expectations import CheckResult, evaluate
 from app.verify.models import RUN_FAILED, Run, Verdict
@@ -59,6 +61,9 @@ UPLOAD_RETENTION = timedelta(hours=1)
 SOURCE_EDITOR = "editor"
 SOURCE_REVERT = "revert"
 SOURCE_OVERRIDE = "override"
+# A revision an author proposed for a question that is not theirs: the draft an admin reviews
+# and publishes through the gate.
+SOURCE_PROPOSAL = "proposal"
 
 
 class NotAllowed(Forbidden):
@@ -97,12 +102,9 @@ def can_edit(*, db_session: Session, user: User, question: Question) -> bool:
     return user.role == ROLE_ADMIN or owner_id(db_session=db_session, question=question) == user.id
 
 
-def editable_question_ids(*, db_session: Session, user: User) -> list[int] | None:
-    """The ids of the questions this user may edit (can_edit); None for an admin: every one."""
-    if user.role == ROLE_ADMIN:
-        return None
-    return list(db_session.scalars(select(QuestionRevision.question_id).where(
-        QuestionRevision.number == 1, QuestionRevision.author_id == user.id)))
+def can_propose(*, user: User, question: Question) -> bool:
+    """Any author may read every question and propose an edit to one they cannot edit."""
+    return user.role in (ROLE_ADMIN, ROLE_AUTHOR) and question.status != STATUS_RETIRED
 
 
 def require_edit(*, db_session: Session, user: User, question: Question) -> None:
@@ -199,6 +201,45 @@ def save_draft(
     audit(db_session=db_session, user=user, action="question.save", target=question.slug,
           detail={"revision": rev.number, "note": note})
     return rev
+
+
+def propose_edit(
+    *, db_session: Session, question: Question, doc: QuestionDoc, user: User, note: str = "",
+    base_revision_id: int | None = None,
+) -> QuestionRevision | None:
+    """An edit proposed by an author who may not edit this question: a new revision, made the
+    question's draft, that an admin reviews (history, diff) and publishes through the gate.
+    None when nothing changed; Conflict when the question already has a draft waiting, or
+    someone saved after the proposer opened it."""
+    if not can_propose(user=user, question=question):
+        raise NotAllowed("Only an author may propose an edit.")
+    if doc.slug != question.slug:
+        raise Conflict("the slug of an existing question cannot change")
+    base = editing_revision(db_session=db_session, question=question)
+    if base_revision_id is not None and base_revision_id != base.id:
+        raise Conflict(f"revision {base.number} was saved after you opened the question; "
+                       "reload to see it, then make your change again")
+    if question.draft_revision_id is not None:
+        raise Conflict(f"revision {base.number} is already waiting to be published; an admin "
+                       "reviews it first, then your proposal can follow")
+    if base.content_hash == content_hash(doc):
+        return None
+    note = f"Proposed by {user.username}" + (f": {note}" if note.strip() else "")
+    rev = _append_revision(db_session, question, doc, source=SOURCE_PROPOSAL, user=user, note=note)
+    _make_draft(db_session, question, rev, doc)
+    audit(db_session=db_session, user=user, action="question.propose", target=question.slug,
+          detail={"revision": rev.number})
+    return rev
+
+
+def proposals(*, db_session: Session) -> list[tuple[Question, QuestionRevision]]:
+    """Questions whose draft is a proposal waiting for an admin, oldest first."""
+    rows = db_session.execute(
+        select(Question, QuestionRevision)
+        .join(QuestionRevision, QuestionRevision.id == Question.draft_revision_id)
+        .where(QuestionRevision.source == SOURCE_PROPOSAL)
+        .order_by(QuestionRevision.created_at, QuestionRevision.id))
+    return [(q, r) for q, r in rows]
 
 
 def revert(*, db_session: Session, question: Question, number: int, user: User) -> QuestionRevision:
@@ -377,10 +418,10 @@ def variant_previews(*, db_session: Session, doc: QuestionDoc, user: User) -> li
                 own = replace(req, owner=f"author:{user.id}")
                 preview.run = (verify_service.find_live(db_session=db_session, key=own.key)
                                or preview.run)
-            result = verify_service.result_of(preview.run) if preview.run is not None else None
+            result = verify_results.result_of(preview.run) if preview.run is not None else None
             if result is not None:
                 preview.measured = evaluate(rendered.verify.expect, result, req.params,
-                                            req.world_size)
+                                            req.world_size, trace=rendered.trace)
         out.append(preview)
     return out
 

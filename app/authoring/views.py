@@ -36,11 +36,13 @@ from app.deps import (
 )
 from app.errors import Busy, Conflict, Forbidden, InvalidInput, NotFound, RateLimited
 from app.questions.models import STATUS_DRAFT, STATUS_PUBLISHED, STATUS_RETIRED, Question, Topic
-from app.questions.schema import Expectation, describe_variant
+from app.questions.schema import Expectation
 from app.questions.service import revision_doc
+from app.questions.values import describe_variant
 from app.render.markdown import highlight_code, render_markdown
 from app.templating import templates
 from app.verify import gate, knobs
+from app.verify import results as verify_results
 from app.verify import service as verify_service
 from app.verify.expectations import evaluate
 from app.verify.models import RUN_QUEUED, RUN_RUNNING, Run
@@ -109,6 +111,14 @@ def _editable_question(db_session: Any, user: User, slug: str, *, for_update: bo
     return question
 
 
+def _readable_question(db_session: Any, slug: str) -> Question:
+    """Any question, for any author to read (and propose an edit to): 404 if there is none."""
+    question = service.get_question(db_session=db_session, slug=slug)
+    if question is None:
+        raise NotFound(f"No question called {slug!r}.")
+    return question
+
+
 def _editor_ctx(
     db_session: Any, user: User, form: schemas.EditorForm, question: Question | None,
 ) -> dict[str, Any]:
@@ -117,9 +127,12 @@ def _editor_ctx(
                            "knobs": schemas.knob_choices(form)}
     if question is not None:
         editing = service.editing_revision(db_session=db_session, question=question)
-        ctx.update(editing=editing, action=f"/author/questions/{question.slug}")
+        # Not theirs: the same editor, saving a proposal for an admin to review and publish.
+        proposing = not service.can_edit(db_session=db_session, user=user, question=question)
+        ctx.update(editing=editing, proposing=proposing,
+                   action=f"/author/questions/{question.slug}" + ("/propose" if proposing else ""))
     else:
-        ctx.update(editing=None, action="/author/questions")
+        ctx.update(editing=None, proposing=False, action="/author/questions")
     return ctx
 
 
@@ -150,7 +163,7 @@ def create_question(
 def edit_question(
     request: Request, slug: str, db_session: SessionDep, user: AuthorUser, saved: str = ""
 ) -> Response:
-    question = _editable_question(db_session, user, slug)
+    question = _readable_question(db_session, slug)
     editing = service.editing_revision(db_session=db_session, question=question)
     form = schemas.EditorForm.from_doc(revision_doc(editing), base_revision_id=editing.id)
     ctx = _editor_ctx(db_session, user, form, question)
@@ -158,8 +171,40 @@ def edit_question(
     ctx["message"] = {"1": f"Saved as revision {editing.number}.",
                       "same": "Nothing changed, so no revision was added.",
                       "fixed": f"Answer key fixed: saved as revision {editing.number}; verify "
-                               "and publish below."}.get(saved)
+                               "and publish below.",
+                      "proposed": f"Proposed as revision {editing.number}: an admin reviews it and "
+                                  "publishes it through the gate."}.get(saved)
     return _page(request, "editor.html", ctx)
+
+
+@author.post("/questions/{slug}/propose")
+def propose_edit(
+    request: Request, slug: str, raw: FormDep, db_session: SessionDep, user: AuthorUser, _: CSRF
+) -> Response:
+    """An author's edit to a question they may not change: saved as a proposal (a draft revision)
+    for an admin to review and publish through the gate."""
+    question = service.get_question(db_session=db_session, slug=slug, for_update=True)
+    if question is None:
+        raise NotFound(f"No question called {slug!r}.")
+    form = schemas.EditorForm.from_form(raw)
+    form.slug = question.slug
+    doc = form.to_doc()
+    status = 422
+    if doc is not None:
+        try:
+            rev = service.propose_edit(db_session=db_session, question=question, doc=doc, user=user,
+                                       note=form.note,
+                                       base_revision_id=_int_or_none(form.base_revision_id))
+        except service.NotAllowed as exc:
+            raise Forbidden(str(exc)) from None
+        except Conflict as exc:
+            form.error("form", str(exc))
+            status = 409
+        else:
+            return RedirectResponse(f"/author/questions/{slug}?saved={'proposed' if rev else 'same'}",
+                                    status_code=303)
+    return _page(request, "editor.html",
+                 _editor_ctx(db_session, user, form.with_spare_choices(), question), status=status)
 
 
 @author.post("/questions/{slug}")
@@ -236,7 +281,7 @@ def _run_ctx(run: Run, expect_text: str | None,
     """A run in the editor, checked against `expectations` (a variant's, rendered) or else
     the expectations YAML as typed."""
     checks = None
-    result = verify_service.result_of(run)
+    result = verify_results.result_of(run)
     if result is not None and (expectations is not None or expect_text is not None):
         try:
             if expectations is None:
@@ -342,7 +387,7 @@ def expect_this(request: Request, form: FormDep, db_session: SessionDep, _: CSRF
         raise InvalidInput("run_id and rank must be numbers") from None
     name = str(form.get("name") or "")
     run = verify_service.get_run(db_session=db_session, run_id=run_id)
-    result = verify_service.result_of(run) if run is not None else None
+    result = verify_results.result_of(run) if run is not None else None
     measured = result.rank_or_none(rank) if result is not None else None
     if run is None or measured is None or name not in measured.values:
         raise NotFound(f"Run {run_id} has no value {name!r} on rank {rank}.")
@@ -466,11 +511,12 @@ def retire(slug: str, db_session: SessionDep, user: AuthorUser, _: CSRF) -> Resp
 def history(
     request: Request, slug: str, db_session: SessionDep, user: AuthorUser, published: str = ""
 ) -> Response:
-    question = _editable_question(db_session, user, slug)
+    question = _readable_question(db_session, slug)
     revisions = service.list_revisions(db_session=db_session, question=question)
     authors = service.author_names(db_session=db_session, revisions=revisions)
     return _page(request, "history.html", {
         "user": user, "question": question, "revisions": revisions, "authors": authors,
+        "can_edit": service.can_edit(db_session=db_session, user=user, question=question),
         "message": "Published: learners now see it." if published else None})
 
 
@@ -478,7 +524,7 @@ def history(
 def diff(
     request: Request, slug: str, db_session: SessionDep, user: AuthorUser, a: int = 0, b: int = 0
 ) -> Response:
-    question = _editable_question(db_session, user, slug)
+    question = _readable_question(db_session, slug)
     old = service.get_revision(db_session=db_session, question=question, number=a)
     new = service.get_revision(db_session=db_session, question=question, number=b)
     if old is None or new is None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ForeignKey, Index, String, UniqueConstraint
+from sqlalchemy import JSON, ForeignKey, Index, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.db import Base, utcnow
@@ -31,8 +31,10 @@ class Classroom(Base):
 
 
 class ClassMember(Base):
-    """A learner account in a class. Leaving deletes the row, so the class stops showing the
-    learner at once; `pseudonym` is the learner's id in this class only (the CSV's key)."""
+    """A learner account in a class, for good: leaving stamps `left_at`, which hides the
+    learner from the class at once, and joining again clears it, restoring the same member
+    (class id, joining time, work). `pseudonym` is the learner's id in this class only (the
+    CSV's key)."""
 
     __tablename__ = "class_members"
 
@@ -43,8 +45,11 @@ class ClassMember(Base):
     learner_id: Mapped[str] = mapped_column(ForeignKey("learners.id", ondelete="CASCADE"),
                                             index=True)
     pseudonym: Mapped[str] = mapped_column(String(16))
-    # Work before this moment is not the class's to see (a learner who rejoins starts anew).
+    # Work before this moment is not the class's to see (the first joining: a learner who
+    # re-joins keeps it, and their work since).
     joined_at: Mapped[datetime] = mapped_column(default=utcnow)
+    # Set while the learner has left the class (every class read skips them); None in it.
+    left_at: Mapped[datetime | None]
 
     __table_args__ = (UniqueConstraint("class_id", "user_id"),
                       UniqueConstraint("class_id", "pseudonym"))
@@ -97,3 +102,24 @@ class AssignmentStart(Base):
 
     __table_args__ = (UniqueConstraint("assignment_id", "learner_id"),
                       Index("ix_class_assignment_starts_quiz", "quiz_id", unique=True))
+
+
+class TalkMark(Base):
+    """The class's instructor's mark of a member's talk-through answer, by the question's
+    rubric (PrairieLearn's manual grading): the moves they ticked, the score that replaces the
+    learner's own on the class page and in the CSV, and a comment the learner reads. One per
+    class and answer; marking again replaces it."""
+
+    __tablename__ = "class_talk_marks"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    class_id: Mapped[int] = mapped_column(ForeignKey("classes.id", ondelete="CASCADE"))
+    attempt_id: Mapped[int] = mapped_column(ForeignKey("attempts.id", ondelete="CASCADE"),
+                                            index=True)
+    grader_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
+    ticked: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    score: Mapped[float]
+    comment: Mapped[str] = mapped_column(Text, default="")
+    marked_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+    __table_args__ = (UniqueConstraint("class_id", "attempt_id"),)

@@ -7,7 +7,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-Status = Literal["not open", "not started", "in progress", "overdue", "done", "late"]
+Status = Literal["not open", "not started", "in progress", "overdue", "done", "late",
+                 "solution viewed"]
 
 
 class ClassOut(BaseModel):
@@ -62,6 +63,45 @@ class ClassReportOut(BaseModel):
     members: list[MemberOut]
 
 
+class MarkOut(BaseModel):
+    """The instructor's mark of a talk-through answer, by the question's rubric."""
+
+    ticked: list[int] = Field(description="The rubric's moves the answer made, by number.")
+    score: float = Field(description="The share of the rubric's moves ticked (0..1): what the "
+                                     "class counts instead of the learner's own ticks.")
+    comment: str
+    marked_at: datetime
+
+
+class TalkAnswerOut(BaseModel):
+    """A member's talk-through answer the class counts, for its instructor to mark."""
+
+    attempt_id: int
+    assignment_id: int
+    class_id: str = Field(description="The member's pseudonymous id in this class.")
+    username: str
+    question: str = Field(description="The question's slug.")
+    title: str
+    variant: int
+    text: str = Field(description="What the member wrote.")
+    rubric: list[str]
+    self_ticked: list[int] = Field(description="The moves the member ticked themselves.")
+    self_score: float
+    mark: MarkOut | None = Field(description="Your mark, once given (None: waiting).")
+
+
+class MyMarkOut(BaseModel):
+    """Your instructor's mark of one of your talk-through answers."""
+
+    assignment_id: int
+    question: str
+    title: str
+    rubric: list[str]
+    self_ticked: list[int]
+    self_score: float
+    mark: MarkOut
+
+
 class MyClassOut(BaseModel):
     id: int
     name: str
@@ -70,3 +110,5 @@ class MyClassOut(BaseModel):
     joined_at: datetime
     assignments: list[AssignmentOut]
     work: list[WorkOut]
+    marks: list[MyMarkOut] = Field([], description="Your talk-through answers your instructor "
+                                                   "marked (their mark replaces your ticks).")

@@ -7,17 +7,17 @@ classes it is a member of. docs/classes.md has the rules.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Path, Request
 from fastapi.responses import RedirectResponse, Response
-from markupsafe import Markup, escape
 from sqlalchemy.orm import Session
 from starlette.datastructures import FormData
 
 from app.accounts.models import User
-from app.classes import service
+from app.classes import assignments, class_page, grading, service
 from app.classes.models import (
     KIND_EXERCISES,
     KIND_MOCK,
@@ -32,6 +32,7 @@ from app.deps import (
     ClockDep,
     CurrentLearner,
     FormDep,
+    GraderUser,
     InstructorUser,
     LearnerUser,
     OptionalUser,
@@ -39,6 +40,7 @@ from app.deps import (
 )
 from app.errors import InvalidInput, NotFound
 from app.mock import service as mock
+from app.questions import service as questions_service
 from app.templating import templates
 
 router = APIRouter(include_in_schema=False)
@@ -104,7 +106,7 @@ def join_page(request: Request, token: str, db_session: SessionDep, user: Option
     return _page(request, "join.html", {
         "user": user, "classroom": classroom, "token": token, "member": member,
         "instructor": service.instructor_name(db_session=db_session, classroom=classroom),
-        "assignments": service.class_assignments(db_session=db_session, class_id=classroom.id)})
+        "assignments": assignments.class_assignments(db_session=db_session, class_id=classroom.id)})
 
 
 @router.post("/classes/join/{token}")
@@ -119,90 +121,46 @@ def join(token: str, db_session: SessionDep, user: LearnerUser, learner_id: Curr
     return RedirectResponse(f"/classes/{classroom.id}/me", status_code=303)
 
 
-# The class page's long tables are built here, not in the template: a class of 200 has 8,000
-# heatmap cells and 1,600 completion cells, and Jinja's per-value escaping, attribute lookups
-# and filters cost most of the page's time (docs/performance.md). What comes from users
-# (usernames, titles) is escaped; the rest is numbers and a fixed set of words.
+@dataclass
+class HeatRound:
+    """One interview round of the heatmap: its topics, their columns of the report, and how
+    many published questions each has."""
+
+    slug: str
+    title: str
+    topics: list[tuple[str, str]]
+    columns: list[int]
+    counts: list[int]
+
+    def mastery(self, row: class_page.MemberRow) -> float:
+        """A member's mastery of the round: the mean over its published questions, as each
+        topic's is over its own."""
+        total = sum(self.counts)
+        return (sum(row.mastery[i] * n for i, n in zip(self.columns, self.counts, strict=True))
+                / total if total else 0.0)
 
 
-def _member_th(row: service.MemberRow, with_id: bool) -> str:
-    name = escape(row.username)
-    tag = f' <span class="hint">{escape(row.member.pseudonym)}</span>' if with_id else ""
-    return f'<tr data-member="{escape(row.member.pseudonym)}"><th scope="row">{name}{tag}</th>'
-
-
-# Every heatmap cell there can be, made once: by shade, then by percent. A level is the count
-# of MASTERY_LEVELS' bounds a mastery reaches (service.mastery_level), worked out inline
-# below for 8,000 cells rather than by a call each.
-_HEAT_CELLS = [[f"<td class=m{lv}>{pct}</td>" for pct in range(101)]
-               for lv in range(len(service.MASTERY_LEVELS) + 1)]
-
-
-def heat_rows(report: service.ClassReport) -> Markup:
-    """The mastery heatmap's rows: per member a cell per topic, shaded by level, its percent
-    as text."""
-    b1, b2, b3, b4 = service.MASTERY_LEVELS
-    cells = _HEAT_CELLS
-    level = service.mastery_level
-    lines = []
-    for row in report.members:
-        values = row.mastery
-        if not values or (min(values) >= 0.0 and max(values) <= 1.0):
-            tds = "".join([cells[(v >= b1) + (v >= b2) + (v >= b3) + (v >= b4)][round(v * 100)]
-                           for v in values])
-        else:  # a mastery outside 0..1, were there one: formatted as it is
-            tds = "".join([f"<td class=m{level(v)}>{round(v * 100)}</td>" for v in values])
-        lines.append(_member_th(row, False) + tds + "</tr>")
-    return Markup("\n".join(lines))
-
-
-# A status as the completion table shows it: the badge, styled by the status.
-_BADGES = {st: f'<span class="st st-{st.replace(" ", "-")}">{st}</span>' for st in (
-    service.STATUS_NOT_OPEN, service.STATUS_NOT_STARTED, service.STATUS_IN_PROGRESS,
-    service.STATUS_OVERDUE, service.STATUS_DONE, service.STATUS_LATE)}
-
-
-def completion_rows(report: service.ClassReport) -> Markup:
-    """The completion table's rows: per member and assignment the status and, once it means
-    something, the score in percent."""
-    opening = [(ar.assignment.id, ar.assignment, f'<td data-assignment="{ar.assignment.id}">')
-               for ar in report.assignments]
-    lines = []
-    for row in report.members:
-        cells = [_member_th(row, True)]
-        work, statuses = row.work, row.statuses
-        for aid, a, td in opening:
-            w = work.get(aid)
-            st = statuses.get(aid) or report.status(row, a)
-            score = f" {round(w.score * 100)}%" if w and (w.done_at or not w.started) else ""
-            cells.append(f"{td}{_BADGES[st]}{score}</td>")
-        lines.append("".join(cells) + "</tr>")
-    return Markup("\n".join(lines))
-
-
-def behind_items(report: service.ClassReport) -> Markup:
-    """Who is behind, as list items: most overdue first, the overdue assignments named."""
-    # Each assignment's title escaped once, not once per member behind on it.
-    titles = {ar.assignment.id: str(escape(ar.assignment.title)) for ar in report.assignments}
-    lines = []
-    for row in report.behind:
-        pseudonym = escape(row.member.pseudonym)
-        lines.append(f'<li data-member="{pseudonym}"><strong>{escape(row.username)}</strong> '
-                     f"({pseudonym}): {len(row.overdue)} overdue — "
-                     + ", ".join([titles.get(a.id) or str(escape(a.title)) for a in row.overdue])
-                     + "</li>")
-    return Markup("\n".join(lines))
+def heat_rounds(report: class_page.ClassReport, rounds: list[Any]) -> list[HeatRound]:
+    """The heatmap by interview round: the rounds with a topic of the report."""
+    index = {slug: i for i, (slug, _title) in enumerate(report.topics)}
+    out = []
+    for r in rounds:
+        columns = [(index[t.topic.slug], t.count) for t in r.topics if t.topic.slug in index]
+        if columns:
+            out.append(HeatRound(r.slug, r.title, [report.topics[i] for i, _n in columns],
+                                 [i for i, _n in columns], [n for _i, n in columns]))
+    return out
 
 
 @router.get("/classes/{class_id}")
-def class_page(request: Request, class_id: int, db_session: SessionDep, user: InstructorUser,
-               clock: ClockDep) -> Response:
+def class_page_view(request: Request, class_id: int, db_session: SessionDep,
+                    user: InstructorUser, clock: ClockDep) -> Response:
     classroom = _own_class(db_session, class_id, user)
-    report = service.class_report(db_session=db_session, classroom=classroom, now=clock.now())
+    report = class_page.class_report(db_session=db_session, classroom=classroom, now=clock.now())
+    rounds = questions_service.topic_rounds(questions_service.topic_summaries(db_session=db_session))
     return _page(request, "class.html", {
         "user": user, "r": report, "join_url": _join_url(request, classroom),
-        "heat_rows": heat_rows(report), "completion_rows": completion_rows(report),
-        "behind": behind_items(report)})
+        "heat_rounds": heat_rounds(report, rounds), "mastery_level": class_page.mastery_level})
 
 
 @router.post("/classes/{class_id}/link")
@@ -223,16 +181,16 @@ def revoke_link(class_id: int, db_session: SessionDep, user: InstructorUser, _: 
 def scores_csv(class_id: int, db_session: SessionDep, user: InstructorUser,
                clock: ClockDep) -> Response:
     classroom = _own_class(db_session, class_id, user)
-    report = service.class_report(db_session=db_session, classroom=classroom, now=clock.now())
-    return Response(service.scores_csv(report), media_type="text/csv; charset=utf-8",
+    report = class_page.class_report(db_session=db_session, classroom=classroom, now=clock.now())
+    return Response(class_page.scores_csv(report), media_type="text/csv; charset=utf-8",
                     headers={"Content-Disposition":
                              f'attachment; filename="class-{classroom.id}-scores.csv"'})
 
 
 def _form_ctx(db_session: Session, now: datetime) -> dict[str, Any]:
-    choices = service.question_choices(db_session=db_session)
+    choices = assignments.question_choices(db_session=db_session)
     start = now.replace(second=0, microsecond=0)
-    return {"kinds": KINDS, "topics": service.topic_titles(db_session=db_session),
+    return {"kinds": KINDS, "topics": assignments.topic_titles(db_session=db_session, quizzable=True),
             "questions": [q for q in choices if q.type != "exercise"],
             "exercises": [q for q in choices if q.type == "exercise"],
             "mock_lo": mock.MIN_MINUTES, "mock_hi": mock.MAX_MINUTES,
@@ -270,7 +228,7 @@ def _number(form: FormData, name: str) -> int | None:
         raise service.ClassError(f"{name} must be a whole number.", loc=(name,)) from None
 
 
-def _spec(form: FormData) -> service.AssignmentSpec:
+def _spec(form: FormData) -> assignments.AssignmentSpec:
     kind = str(form.get("kind") or "")
     picked = "exercises" if kind == KIND_EXERCISES else "questions"
     slugs = [s for s in form.getlist(picked) if isinstance(s, str) and s]
@@ -279,7 +237,7 @@ def _spec(form: FormData) -> service.AssignmentSpec:
         raw = str(form.get(f"variant-{slug}") or "")
         if raw.isdigit():
             variants[slug] = int(raw)
-    return service.AssignmentSpec(
+    return assignments.AssignmentSpec(
         kind=kind, title=str(form.get("title") or ""), opens_at=_when(form, "opens_at"),
         due_at=_when(form, "due_at"),
         topics=[t for t in form.getlist("topics") if isinstance(t, str) and t] if kind == KIND_QUIZ else [],
@@ -292,7 +250,7 @@ def create_assignment(request: Request, class_id: int, form: FormDep, db_session
                       user: InstructorUser, clock: ClockDep, _: CSRF) -> Response:
     classroom = _own_class(db_session, class_id, user)
     try:
-        service.create_assignment(db_session=db_session, classroom=classroom, spec=_spec(form))
+        assignments.create_assignment(db_session=db_session, classroom=classroom, spec=_spec(form))
     except service.ClassError as exc:
         ctx = _form_ctx(db_session, clock.now())
         ctx["values"].update({
@@ -310,7 +268,7 @@ def create_assignment(request: Request, class_id: int, form: FormDep, db_session
 
 
 def _assignment(db_session: Session, classroom: Classroom, assignment_id: int) -> Assignment:
-    a = service.get_assignment(db_session=db_session, classroom=classroom,
+    a = assignments.get_assignment(db_session=db_session, classroom=classroom,
                                assignment_id=assignment_id)
     if a is None:
         raise NotFound("No such assignment.")
@@ -322,20 +280,99 @@ def assignment_page(request: Request, class_id: int, assignment_id: int, db_sess
                     user: InstructorUser, clock: ClockDep) -> Response:
     classroom = _own_class(db_session, class_id, user)
     a = _assignment(db_session, classroom, assignment_id)
-    report = service.class_report(db_session=db_session, classroom=classroom, now=clock.now())
+    report = class_page.class_report(db_session=db_session, classroom=classroom, now=clock.now())
     return _page(request, "assignment.html", {
         "user": user, "classroom": classroom, "a": a, "r": report,
         "row": next(ar for ar in report.assignments if ar.assignment.id == a.id),
-        "questions": service.assignment_questions(db_session=db_session, assignment=a)})
+        "questions": assignments.assignment_questions(db_session=db_session, assignment=a)})
 
 
 @router.post("/classes/{class_id}/assignments/{assignment_id}/delete")
 def delete_assignment(class_id: int, assignment_id: int, db_session: SessionDep,
                       user: InstructorUser, _: CSRF) -> Response:
     classroom = _own_class(db_session, class_id, user)
-    service.delete_assignment(db_session=db_session,
+    assignments.delete_assignment(db_session=db_session,
                               assignment=_assignment(db_session, classroom, assignment_id))
     return RedirectResponse(f"/classes/{class_id}", status_code=303)
+
+
+# Marking talk-throughs (app/classes/grading.py) ---------------------------------------------
+
+# Ids are 32-bit on PostgreSQL; a larger one is no answer at all.
+AttemptId = Annotated[int, Path(ge=1, le=2**31 - 1)]
+
+
+def _graded_class(db_session: Session, class_id: int, user: User) -> Classroom:
+    classroom = service.graded_class(db_session=db_session, class_id=class_id, user=user)
+    if classroom is None:
+        raise NotFound("No such class.")
+    return classroom
+
+
+@router.get("/classes/{class_id}/grading")
+def grading_page(request: Request, class_id: int, db_session: SessionDep, user: GraderUser,
+                 clock: ClockDep) -> Response:
+    """The class's talk-through answers, those waiting for a mark first."""
+    classroom = _graded_class(db_session, class_id, user)
+    answers = grading.talk_answers(db_session=db_session, classroom=classroom, now=clock.now())
+    return _page(request, "grading.html", {
+        "user": user, "classroom": classroom, "answers": answers,
+        "waiting": sum(1 for t in answers if t.mark is None)})
+
+
+def _grade_page(request: Request, classroom: Classroom, answer: grading.TalkAnswer,
+                user: User, db_session: Session, now: datetime, status: int = 200,
+                **extra: Any) -> Response:
+    waiting = grading.next_unmarked(db_session=db_session, classroom=classroom, now=now,
+                                    after=answer.attempt.id)
+    return _page(request, "grade.html", {
+        "user": user, "classroom": classroom, "t": answer, "next_waiting": waiting,
+        "max_comment": grading.MAX_COMMENT,
+        "ticked": answer.mark.ticked if answer.mark is not None else [], **extra},
+        status=status)
+
+
+@router.get("/classes/{class_id}/grading/{attempt_id}")
+def grade_page(request: Request, class_id: int, attempt_id: AttemptId, db_session: SessionDep,
+               user: GraderUser, clock: ClockDep) -> Response:
+    """One answer: what the member wrote beside the question's rubric, to tick and comment."""
+    classroom = _graded_class(db_session, class_id, user)
+    now = clock.now()
+    answer = grading.talk_answer(db_session=db_session, classroom=classroom,
+                                 attempt_id=attempt_id, now=now)
+    if answer is None:
+        raise NotFound("No such answer to mark in this class.")
+    return _grade_page(request, classroom, answer, user, db_session, now)
+
+
+@router.post("/classes/{class_id}/grading/{attempt_id}")
+def grade(request: Request, class_id: int, attempt_id: AttemptId, form: FormDep,
+          db_session: SessionDep, user: GraderUser, clock: ClockDep, _: CSRF) -> Response:
+    """Save the mark (the moves ticked and a comment); "Save and next" opens the next answer
+    waiting for one."""
+    classroom = _graded_class(db_session, class_id, user)
+    now = clock.now()
+    answer = grading.talk_answer(db_session=db_session, classroom=classroom,
+                                 attempt_id=attempt_id, now=now)
+    if answer is None:
+        raise NotFound("No such answer to mark in this class.")
+    comment = str(form.get("comment") or "")
+    raw = [v for v in form.getlist("ticked") if isinstance(v, str)]
+    try:
+        ticked = grading.read_ticks(raw, len(answer.doc.rubric))
+        grading.mark(db_session=db_session, classroom=classroom, answer=answer, grader=user,
+                     ticked=ticked, comment=comment, now=now)
+    except service.ClassError as exc:
+        return _grade_page(request, classroom, answer, user, db_session, now, status=422,
+                           error=exc.message, error_field=exc.loc[0] if exc.loc else None,
+                           comment=comment, ticked=[int(v) for v in raw if v.isdigit()])
+    if form.get("then") == "next":
+        following = grading.next_unmarked(db_session=db_session, classroom=classroom, now=now)
+        if following is not None:
+            return RedirectResponse(f"/classes/{class_id}/grading/{following.attempt.id}",
+                                    status_code=303)
+        return RedirectResponse(f"/classes/{class_id}/grading", status_code=303)
+    return RedirectResponse(f"/classes/{class_id}/grading/{attempt_id}?saved=1", status_code=303)
 
 
 # A member's pages ---------------------------------------------------------------------------
@@ -353,24 +390,28 @@ def _membership(db_session: Session, class_id: int, user: User) -> tuple[Classro
 def member_page(request: Request, class_id: int, db_session: SessionDep, user: LearnerUser,
                 clock: ClockDep) -> Response:
     classroom, member = _membership(db_session, class_id, user)
-    report = service.class_report(db_session=db_session, classroom=classroom, now=clock.now(),
+    report = class_page.class_report(db_session=db_session, classroom=classroom, now=clock.now(),
                                   member_id=member.id)
     ids = [ar.assignment.id for ar in report.assignments]
+    marks = grading.member_marks(db_session=db_session, classroom=classroom, member=member,
+                                 now=clock.now())
     return _page(request, "member.html", {
+        "marks": marks,
         "user": user, "classroom": classroom, "member": member, "r": report,
         "row": report.members[0] if report.members else None,
         "instructor": service.instructor_name(db_session=db_session, classroom=classroom),
-        "started": service.started_quizzes(db_session=db_session, learner_id=member.learner_id,
+        "started": assignments.started_quizzes(db_session=db_session, learner_id=member.learner_id,
                                            assignment_ids=ids),
-        "questions": {ar.assignment.id: service.assignment_questions(db_session=db_session,
+        "questions": {ar.assignment.id: assignments.assignment_questions(db_session=db_session,
                                                                      assignment=ar.assignment)
                       for ar in report.assignments if ar.assignment.kind != KIND_MOCK}})
 
 
 @router.post("/classes/{class_id}/me/leave")
-def leave(class_id: int, db_session: SessionDep, user: LearnerUser, _: CSRF) -> Response:
+def leave(class_id: int, db_session: SessionDep, user: LearnerUser, clock: ClockDep,
+          _: CSRF) -> Response:
     _classroom, member = _membership(db_session, class_id, user)
-    service.leave(db_session=db_session, member=member)
+    service.leave(db_session=db_session, member=member, now=clock.now())
     return RedirectResponse("/account#classes", status_code=303)
 
 
@@ -380,7 +421,7 @@ def start_assignment(class_id: int, assignment_id: int, db_session: SessionDep, 
     classroom, member = _membership(db_session, class_id, user)
     a = _assignment(db_session, classroom, assignment_id)
     try:
-        quiz = service.start(db_session=db_session, assignment=a, member=member, now=clock.now())
+        quiz = assignments.start(db_session=db_session, assignment=a, member=member, now=clock.now())
     except mock.NoQuestions:
         raise InvalidInput("There are no published questions to ask yet.") from None
     if a.kind == KIND_MOCK:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -28,19 +27,25 @@ BankDir = Annotated[Path | None, typer.Argument(help="Bank folder (default: DDPD
 
 def check(directory: Path) -> int:
     """Validate the bank's files and its fairness; the exit status."""
+    from app.questions.covered import check_covered
     from app.questions.fairness import check_fairness
 
     bank = load_bank(directory)
     if print_errors(bank.errors):
         err.print(f"{len(bank.errors)} error(s) in {directory}")
         return 1
+    # Arithmetic the planner covers is called by name, so each such key is its answer.
+    covered = print_errors(check_covered(bank.questions))
     fairness = check_fairness(bank.questions)
     for finding in fairness.warnings:
         err.print(f"[yellow]warning[/yellow] {escape(str(finding))}", highlight=False, soft_wrap=True)
     print_errors(fairness.errors)
     out.print(f"Fairness: {escape(fairness.summary())}.", highlight=False, soft_wrap=True)
+    if covered:
+        err.print(f"{covered} expression(s) in {directory} spell out arithmetic the planner covers")
     if fairness.errors:
         err.print(f"{len(fairness.errors)} bank-wide fairness error(s) in {directory}")
+    if covered or fairness.errors:
         return 1
     out.print(f"{len(bank.questions)} questions in {len(bank.topics)} topics: all valid"
               f" ({len(fairness.warnings)} fairness warning(s)).")
@@ -136,12 +141,6 @@ def bank_verify(
 
     from app.verify.audit import audit_bank
 
-    # What is imported by now lives as long as the process: frozen, the cyclic collector
-    # stops walking it; and since the audit keeps every question's gate, runs and results to
-    # the end, it collects less often.
-    thresholds = gc.get_threshold()
-    gc.freeze()
-    gc.set_threshold(50_000, 20, 100)
     settings = settings_for_command()
     engine = make_engine(settings.resolved_database_url)
     factory = make_sessionmaker(engine)
@@ -159,8 +158,6 @@ def bank_verify(
                 )
     finally:
         engine.dispose()
-        gc.unfreeze()  # the command may run inside a longer process (tests call it so)
-        gc.set_threshold(*thresholds)
     if slug and not audits:
         err.print(f"No question {slug!r} with a snippet.")
         raise typer.Exit(1)

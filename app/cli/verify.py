@@ -54,6 +54,9 @@ def verify_command(
                                         help="Run N times on one warm pool.")] = 1,
     as_json: Annotated[bool, typer.Option("--json", help="Print only the result JSON (a list "
                                                          "with --repeat).")] = False,
+    trace: Annotated[str | None, typer.Option(
+        "--trace", help="Print only the artifact of this name, every rank's, as a question's "
+                        "`trace:` block (YAML) to paste into the question file.")] = None,
 ) -> None:
     """Run a snippet on real gloo ranks and show what torch measured.
 
@@ -92,6 +95,13 @@ def verify_command(
     except EngineFailure as exc:
         raise _fail(f"the verify engine failed: {exc}", code=1) from None
 
+    if trace is not None:
+        text = trace_yaml(results[-1], trace)
+        if text is None:
+            raise _fail(f"the run recorded no artifact named {trace!r}"
+                        f" ({results[-1].outcome}: {results[-1].diagnosis.splitlines()[0]})", code=1)
+        sys.stdout.write(text)
+        return
     if as_json:
         data = [r.model_dump(mode="json") for r in results]
         sys.stdout.write(json.dumps(data if repeat > 1 else data[0], indent=2) + "\n")
@@ -108,6 +118,38 @@ def verify_command(
     console.print(f"median {statistics.median(walls):.1f} ms, min {min(walls):.1f} ms, "
                   f"max {max(walls):.1f} ms over {repeat} runs", highlight=False)
     show(results[-1], console)
+
+
+def trace_yaml(result: RunResult, name: str) -> str | None:
+    """The artifact `name` of every rank that recorded it as a question's measured `trace:`
+    block; one line per span, entry or row, so the question file stays readable."""
+    import yaml
+
+    ranks = [{"rank": r.rank, "artifact": r.artifacts[name].model_dump(mode="json")}
+             for r in result.ranks if name in r.artifacts]
+    if not ranks:
+        return None
+    version = result.torch_version.split("+")[0]
+    block = {"trace": {"kind": "artifact", "caption": "", "name": name, "ranks": ranks,
+                       "source": {"kind": "measured", "torch_version": version,
+                                  "note": "Recorded by this question's snippet; Verify runs it again "
+                                          "and checks the run's artifact against this one."}}}
+
+    class Dumper(yaml.SafeDumper):
+        pass
+
+    def mapping(dumper: yaml.SafeDumper, data: dict[str, Any]) -> yaml.MappingNode:
+        leaf = all(not isinstance(v, dict) and not (isinstance(v, list) and v and isinstance(v[0], dict))
+                   for v in data.values())
+        return dumper.represent_mapping("tag:yaml.org,2002:map", data, flow_style=leaf or None)
+
+    def sequence(dumper: yaml.SafeDumper, data: list[Any]) -> yaml.SequenceNode:
+        flat = not any(isinstance(v, dict) for v in data)
+        return dumper.represent_sequence("tag:yaml.org,2002:seq", data, flow_style=flat or None)
+
+    Dumper.add_representer(dict, mapping)
+    Dumper.add_representer(list, sequence)
+    return yaml.dump(block, Dumper=Dumper, sort_keys=False, allow_unicode=True, width=120)
 
 
 def _compact(value: Any, limit: int = 80) -> str:

@@ -63,6 +63,7 @@ def exercise_submission_api(slug: str, token: str, db_session: WriteSessionDep,
         "hidden_passed": sub.hidden_passed, "run_ids": [r.id for r in sub.runs],
         "attempt_id": sub.attempt_id,
         "error": dataclasses.asdict(sub.error) if sub.error is not None else None,
+        "mistakes": sub.mistakes, "graded": sub.graded,
         "progress": _progress(sub.progress) if sub.progress is not None else None})
 
 
@@ -76,7 +77,8 @@ def _solution(s: exercise.Solution) -> SolutionOut:
 
 
 @router.get("/exercises/{slug}/solution", response_model=SolutionOut, responses={403: {}, 404: {}})
-def exercise_solution_api(slug: str, db_session: SessionDep, learner_id: CurrentLearner) -> SolutionOut:
+def exercise_solution_api(slug: str, db_session: WriteSessionDep,
+                          learner_id: CurrentLearner) -> SolutionOut:
     """The reference solution and a diff from your newest Run's code: once you solved the
     exercise, gave up, or failed three Runs (403 before)."""
     return _solution(exercise.solution(db_session=db_session, slug=slug, learner_id=learner_id))

@@ -73,3 +73,9 @@ class SubmissionOut(BaseModel):
     attempt_id: int | None = None
     error: LearnerErrorOut | None = Field(None, description="How your code failed, if it did.")
     progress: ProgressOut | None = None
+    mistakes: list[str] = Field(
+        default_factory=list,
+        description="Known mistakes whose runs measured what yours did (what each gets wrong; "
+                    "never their code).")
+    graded: bool = Field(True, description="False when this server runs exercises without the "
+                                           "sandbox: a pass is shown but not recorded.")

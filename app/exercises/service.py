@@ -2,21 +2,22 @@
 
 A Run submits the learner's code once per audited knob combination (with the
 exercise's harness appended). Those runs are keyed by the learner (never another
-learner's cache hit), queued behind every shared run (service.claim_run), and
+learner's cache hit), queued behind every shared run (app.verify.queue.claim_run), and
 rate-limited per learner and per address on their own budget. Checks marked
 hidden are counted, never described: nothing here hands their label, expectation
 or measurement to a page or the API. A submission whose every check passes is
 stored as a correct attempt with its code (app.quizzes).
 
-Checks with `reference: true` compare each run with the reference solution's run of
-the same combination: a shared, cached run (the gate's own), queued with the
-learner's runs if it is missing, never counted against the learner's budget.
+Checks with `reference: true` compare each run with the reference solution, which the
+run's own drivers execute on the same secret data (docs/exercises.md): nothing else is
+queued for a learner's Run.
 """
 
 from __future__ import annotations
 
 import difflib
 import uuid
+from collections import Counter
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
@@ -25,6 +26,9 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from app import ratelimit
+from app.accounts import service as accounts
+from app.classes.models import KIND_EXERCISES, Assignment, AssignmentQuestion, ClassMember
+from app.db import utcnow
 from app.errors import Forbidden, InvalidInput, NotFound, TooLarge
 from app.exercises.models import ExerciseSubmission
 from app.questions.models import STATUS_PUBLISHED, Question, QuestionRevision, Topic
@@ -38,15 +42,15 @@ from app.verify.engine import SnippetSyntaxError, check_snippet
 from app.verify.engine.forbid import learner_part
 from app.verify.engine.result import RunResult
 from app.verify.expectations import CheckResult, applies, check
-from app.verify.gate import combo_key
+from app.verify.gate import ROLE_WRONG, combo_key
+from app.verify.gate import planned as gate_plan
 from app.verify.models import PRIORITY_PRIVATE, RUN_DONE, RUN_FAILED, Run
+from app.verify.results import learner_view, own_frames, result_of
 
 # Learner code is capped at this many bytes of UTF-8.
 MAX_CODE_BYTES = 20 * 1024
 # Failed Runs after which the learner may open the reference solution (or give up first).
 RUNS_BEFORE_SOLUTION = 3
-# Who asked for a reference run that a learner's submission needed.
-REFERENCE_REQUESTER = "exercise-reference"
 
 
 def exercise_doc(*, db_session: Session, slug: str) -> tuple[Question, QuestionRevision, QuestionDoc]:
@@ -95,11 +99,15 @@ def submit(
     code = check_code(code)
     torch_v, harness_v = service.engine_versions()
     tag = owner_tag(learner_id)
+    # A signed-in class member's runs are their account's share of the private lane, so a
+    # class behind one address is served member by member; anyone else's, their address's.
+    share = f"account:{learner_id}" if _class_member(db_session, learner_id) else None
     reqs = [service.request_for(doc, combo, torch_version=torch_v, harness_version=harness_v,
                                 revision_id=revision.id, requested_by=tag, requested_ip=client_ip,
                                 code=service.exercise_code(doc, code), owner=learner_id)
             for combo in doc.verify.audit_combinations()]
-    reqs = [replace(r, timeout_s=min(r.timeout_s, caps.learner_timeout_s)) for r in reqs]
+    reqs = [replace(r, timeout_s=min(r.timeout_s, caps.learner_timeout_s), share_key=share)
+            for r in reqs]
     new = 0
     for req in reqs:
         live = service.find_live(db_session=db_session, key=req.key)
@@ -109,36 +117,32 @@ def submit(
         message = (f"Too many runs of your code in the last minute (limit {limit_per_minute} runs; "
                    f"this exercise takes {len(reqs)} per Run). Wait a moment and run again.")
         service.check_private_capacity(db_session=db_session, requested_by=tag,
-                                       client_ip=client_ip, new=new, caps=caps)
+                                       client_ip=client_ip, new=new, caps=caps, share_key=share)
         ratelimit.hit(db_session=db_session, bucket="exercise", key=tag, limit=limit_per_minute,
                       window_s=RATE_WINDOW_SECONDS, cost=new, message=message)
         ratelimit.hit(db_session=db_session, bucket="exercise-ip", key=client_ip,
                       limit=limit_per_minute * IP_RATE_FACTOR, window_s=RATE_WINDOW_SECONDS,
                       cost=new, message=message)
-    runs = [service.request_run(db_session=db_session, req=req)[0] for req in reqs]
-    for ref in reference_requests(doc, revision_id=revision.id, versions=(torch_v, harness_v)):
-        service.request_run(db_session=db_session, req=ref)
-    return runs
+    return [service.request_run(db_session=db_session, req=req)[0] for req in reqs]
 
 
-def uses_reference(doc: QuestionDoc) -> bool:
-    """Whether some check of this exercise compares with the reference solution's run."""
-    return doc.verify is not None and any(
-        e.value is not None and e.value.reference for e in doc.verify.expect)
+def graded(*, db_session: Session, learner_id: str, question_id: int) -> bool:
+    """Whether this exercise is graded work for the learner: set in an open exercises
+    assignment of a class they are a member of."""
+    now = utcnow()
+    return db_session.scalar(
+        select(ClassMember.id)
+        .join(Assignment, Assignment.class_id == ClassMember.class_id)
+        .join(AssignmentQuestion, AssignmentQuestion.assignment_id == Assignment.id)
+        .where(ClassMember.learner_id == learner_id, ClassMember.left_at.is_(None),
+               Assignment.kind == KIND_EXERCISES, Assignment.opens_at <= now,
+               AssignmentQuestion.question_id == question_id).limit(1)) is not None
 
 
-def reference_requests(
-    doc: QuestionDoc, *, revision_id: int, versions: tuple[str, str],
-) -> list[service.RunRequest]:
-    """The reference solution's run of each audited combination (the gate's same cache keys),
-    if a check needs them."""
-    if not uses_reference(doc) or doc.exercise is None or doc.verify is None:
-        return []
-    code = service.exercise_code(doc, doc.exercise.solution_code or "")
-    return [service.request_for(doc, combo, torch_version=versions[0], harness_version=versions[1],
-                                revision_id=revision_id, requested_by=REFERENCE_REQUESTER,
-                                code=code)
-            for combo in doc.verify.audit_combinations()]
+def _class_member(db_session: Session, learner_id: str) -> bool:
+    """Whether this learner is a member of some class now (a signed-in learner account)."""
+    return db_session.scalar(select(ClassMember.id).where(
+        ClassMember.learner_id == learner_id, ClassMember.left_at.is_(None)).limit(1)) is not None
 
 
 def learner_code(run: Run) -> str:
@@ -193,21 +197,26 @@ class Submission:
     hidden_total: int = 0
     hidden_passed: int = 0
     attempt_id: int | None = None
-    # The reference solution's runs the checks compare with (never shown to the learner).
-    references: list[Run] = field(default_factory=list)
 
     @property
     def done(self) -> bool:
-        return all(r.status in (RUN_DONE, RUN_FAILED) for r in [*self.runs, *self.references])
+        return all(r.status in (RUN_DONE, RUN_FAILED) for r in self.runs)
 
     @property
     def infrastructure_failed(self) -> bool:
-        return any(r.status == RUN_FAILED for r in [*self.runs, *self.references])
+        return any(r.status == RUN_FAILED for r in self.runs)
 
     @property
     def passed(self) -> bool:
         return (self.done and not self.infrastructure_failed
                 and all(c.passed for c in self.visible) and self.hidden_passed == self.hidden_total)
+
+    @property
+    def graded(self) -> bool:
+        """Whether a pass is evidence: every run's learner processes ran confined (off the
+        sandbox they share the driver's uid, and a pass is shown but not recorded)."""
+        results = [result_of(r) for r in self.runs]
+        return all(r is not None and r.learner_confined is not False for r in results)
 
     @property
     def token(self) -> str:
@@ -221,13 +230,15 @@ class Submission:
     @property
     def shown_result(self) -> RunResult | None:
         """The shown run's result as the learner may read it: no hidden check's values."""
-        result = service.result_of(self.shown_run)
-        return service.learner_view(result, self.doc) if result is not None else None
+        result = result_of(self.shown_run)
+        return learner_view(result, self.doc) if result is not None else None
 
     failing: set[int] = field(default_factory=set)
     # The first error of the learner's code (learner frames only), and where they stand.
     error: LearnerError | None = None
     progress: Progress | None = None
+    # The known mistakes (their `why`) whose runs measured what this Run measured.
+    mistakes: list[str] = field(default_factory=list)
 
 
 def parse_token(token: str) -> list[int]:
@@ -238,30 +249,9 @@ def parse_token(token: str) -> list[int]:
     return [int(p) for p in parts]
 
 
-def _check(exp: Expectation, run: Run, references: dict[str, Run]) -> CheckResult | None:
-    result = service.result_of(run)
-    if result is None:
-        return None
-    reference: RunResult | None = None
-    if exp.value is not None and exp.value.reference:
-        ref_run = references.get(combo_key(run.world_size, dict(run.params or {})))
-        reference = service.result_of(ref_run) if ref_run is not None else None
-        if reference is None:
-            return None  # the reference run is still queued (or failed: infrastructure)
-    return check(exp, result, reference)
-
-
-def _references(*, db_session: Session, doc: QuestionDoc, revision_id: int,
-                runs: list[Run]) -> dict[str, Run]:
-    """The reference run of each of these runs' combinations, queued again if it is gone."""
-    out: dict[str, Run] = {}
-    versions = (runs[0].torch_version, runs[0].harness_version)
-    for req in reference_requests(doc, revision_id=revision_id, versions=versions):
-        ref = service.find_live(db_session=db_session, key=req.key)
-        if ref is None:
-            ref = service.request_run(db_session=db_session, req=req)[0]
-        out[combo_key(req.world_size, req.params)] = ref
-    return out
+def _check(exp: Expectation, run: Run) -> CheckResult | None:
+    result = result_of(run)
+    return check(exp, result) if result is not None else None
 
 
 def submission(
@@ -290,14 +280,13 @@ def submission(
     doc = revision_doc(revision)
     if doc.verify is None or not doc.is_exercise:
         raise NotFound("No such submission.")
-    references = _references(db_session=db_session, doc=doc, revision_id=revision.id, runs=runs)
-    sub = Submission(question, doc, runs, learner_code(runs[0]), references=list(references.values()))
+    sub = Submission(question, doc, runs, learner_code(runs[0]))
     for exp in doc.verify.expect:
         outcomes = []
         for run in runs:
             if not applies(exp, dict(run.params or {}), run.world_size):
                 continue
-            res = _check(exp, run, references)
+            res = _check(exp, run)
             if res is not None and not res.passed:
                 sub.failing.add(run.id)
             outcomes.append(ComboOutcome(dict(run.params or {}), run.world_size, res))
@@ -308,23 +297,106 @@ def submission(
             continue
         expected = outcomes[0].result.expected if outcomes and outcomes[0].result else ""
         sub.visible.append(CheckOutcome(exp.label, expected, outcomes))
-    if record and sub.passed:
+    if record and sub.passed and sub.graded:
         attempt = practice.record_exercise_pass(
             db_session=db_session, learner_id=learner_id, question_id=question.id,
             revision_id=revision.id, code=sub.code, token=f"exercise:{sub.token}")
         sub.attempt_id = attempt.id
-    if record and sub.done and not sub.infrastructure_failed:
+    if record and sub.done and not sub.infrastructure_failed and sub.graded:
         _record_submission(db_session, learner_id, question.id, sub.token, passed=sub.passed)
-    sub.error = learner_error([service.result_of(r) for r in runs])
+    if sub.done and not sub.passed and not sub.infrastructure_failed:
+        sub.mistakes = known_mistakes(db_session=db_session, revision=revision, doc=doc, runs=runs)
+    sub.error = learner_error([result_of(r) for r in runs])
     sub.progress = progress(db_session=db_session, learner_id=learner_id, question_id=question.id)
     return sub
+
+
+def _numbers(value: Any) -> list[float] | None:
+    """A reported value's numbers in order, or None if it holds anything else."""
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, (int, float)):
+        return [float(value)]
+    if isinstance(value, list):
+        out: list[float] = []
+        for v in value:
+            inner = _numbers(v)
+            if inner is None:
+                return None
+            out += inner
+        return out
+    return None
+
+
+def _relation(exp: Expectation, result: RunResult) -> str:
+    """How a `reference: true` value relates to the reference's on the same data, in terms
+    that do not depend on the data: the same, one constant factor off (`x0.5`, a mistake's
+    signature: dividing by the world size once too often), or otherwise different."""
+    v = exp.value
+    if v is None or not v.reference:
+        return ""
+    ratios: list[float] = []
+    for rank in result.ranks:
+        if v.rank != "all" and v.rank != rank.rank:
+            continue
+        mine = _numbers(rank.values.get(v.name))
+        theirs = _numbers(rank.reference_values.get(v.reference_name or v.name))
+        if mine is None or theirs is None or len(mine) != len(theirs):
+            return "differs"
+        ratios += [m / t for m, t in zip(mine, theirs, strict=True) if t != 0]
+    # Within 1%: a count divided with // is still a factor of the world size off.
+    if not ratios or max(ratios) - min(ratios) > 1e-2 * max(abs(r) for r in ratios):
+        return "differs"
+    return f"x{ratios[0]:.2g}"
+
+
+def fingerprint(doc: QuestionDoc, run: Run) -> tuple[Any, ...] | None:
+    """What a finished run measured, in terms that do not depend on its secret data: how it
+    ended, which checks passed (and how a failed value relates to the reference's), which
+    collectives each rank made, the errors' types."""
+    result = result_of(run)
+    if result is None or doc.verify is None:
+        return None
+    checks = []
+    for e in doc.verify.expect:
+        if applies(e, dict(run.params or {}), run.world_size):
+            passed = check(e, result).passed
+            checks.append((passed, "" if passed else _relation(e, result)))
+    ops = tuple(tuple(sorted(Counter(str(e.get("op")) for e in rank.events
+                                     if e.get("kind") == "collective_start").items()))
+                for rank in result.ranks)
+    errors = tuple(rank.error.type for rank in result.ranks if rank.error is not None)
+    return result.outcome, tuple(checks), ops, errors
+
+
+def known_mistakes(*, db_session: Session, revision: QuestionRevision, doc: QuestionDoc,
+                   runs: list[Run]) -> list[str]:
+    """The known-wrong solutions whose runs (the gate's, run and cached by Publish or `bank
+    verify`) measured what these runs measured on every combination both have: their `why`,
+    never their code. Empty when none matches or the gate has not run them."""
+    mine = {combo_key(r.world_size, dict(r.params or {})): fingerprint(doc, r) for r in runs}
+    versions = (runs[0].torch_version, runs[0].harness_version)
+    found: dict[str, tuple[str, list[bool]]] = {}
+    for planned in gate_plan(doc, key=revision.content_hash, revision_id=revision.id,
+                             versions=versions):
+        if planned.role != ROLE_WRONG or planned.wrong is None:
+            continue
+        theirs = mine.get(combo_key(planned.req.world_size, planned.req.params))
+        if theirs is None:
+            continue
+        run = service.find_live(db_session=db_session, key=planned.req.key)
+        if run is None or run.status != RUN_DONE:
+            continue
+        found.setdefault(planned.wrong.file, (planned.wrong.why, []))[1].append(
+            fingerprint(doc, run) == theirs)
+    return [why for why, same in found.values() if same and all(same)][:2]
 
 
 def _record_submission(db_session: Session, learner_id: str, question_id: int, token: str, *,
                        passed: bool, gave_up: bool = False) -> None:
     if db_session.scalar(select(ExerciseSubmission.id).where(ExerciseSubmission.token == token)):
         return
-    practice.ensure_learner(db_session=db_session, learner_id=learner_id)
+    accounts.ensure_learner(db_session=db_session, learner_id=learner_id)
     db_session.add(ExerciseSubmission(learner_id=learner_id, question_id=question_id, token=token,
                                       passed=passed, gave_up=gave_up))
     db_session.flush()
@@ -390,6 +462,12 @@ def solution(*, db_session: Session, slug: str, learner_id: str, code: str | Non
     if not state.solution_open:
         raise Forbidden(f"The solution opens after {RUNS_BEFORE_SOLUTION} failed Runs "
                         f"({state.runs_until_solution} to go), or when you give up.")
+    if not state.gave_up and graded(db_session=db_session, learner_id=learner_id,
+                                    question_id=question.id):
+        # Graded work counts what happened: a solution seen is given up, and a pass after it
+        # is not the class's "done" (app.classes.service). Practice keeps its old behaviour.
+        _record_submission(db_session, learner_id, question.id, f"solution-viewed:{uuid.uuid4()}",
+                           passed=False, gave_up=True)
     if code is None:
         code = last_code(db_session=db_session, learner_id=learner_id, question=question) or \
             (doc.snippet_text or "")
@@ -428,7 +506,7 @@ def learner_error(results: list[RunResult | None]) -> LearnerError | None:
         for rank in (result.ranks if result is not None else []):
             if rank.error is not None:
                 return LearnerError(rank.rank, rank.error.type, rank.error.message,
-                                    rank.error.line, service.own_frames(rank.error.traceback))
+                                    rank.error.line, own_frames(rank.error.traceback))
     return None
 
 

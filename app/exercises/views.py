@@ -26,7 +26,8 @@ from app.exercises import service as exercise
 from app.templating import templates
 from app.verify.engine.forbid import CHECKS_FILE
 from app.verify.models import RUN_DONE
-from app.verify.service import PrivateCaps, result_of
+from app.verify.results import result_of
+from app.verify.service import PrivateCaps
 
 router = APIRouter(include_in_schema=False)
 
@@ -167,7 +168,7 @@ def exercise_submission_page(slug: str, token: str, request: Request, db_session
 
 
 @router.get("/exercises/{slug}/solution")
-def exercise_solution_page(slug: str, request: Request, db_session: SessionDep,
+def exercise_solution_page(slug: str, request: Request, db_session: WriteSessionDep,
                            learner_id: CurrentLearner) -> Response:
     """The reference solution beside the learner's newest code, and the diff between them:
     once solved, given up, or after three failed Runs (403, saying how many to go, before)."""

@@ -6,12 +6,15 @@ interview is finished; the deadline is the server's."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from datetime import datetime
+
+from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.deps import API_BUSY, ClockDep, CurrentLearner, SessionDep
+from app import reveal
+from app.deps import API_BUSY, ClockDep, CurrentLearner, SessionDep, client_ip
 from app.errors import Conflict, InvalidInput, NotFound
 from app.mock import service as mock
 from app.mock.models import MockInterview
@@ -48,7 +51,7 @@ def _asked(db_session: Session, m: MockInterview, item: QuizItem) -> AskedOut:
     assert revision is not None
     doc = revision_variant(revision=revision, variant=item.variant)
     partial = (partial_answer(db_session=db_session, learner_id=m.learner_id,
-                              question_id=item.question_id, quiz_item_id=item.id)
+                              question_id=item.question_id, variant=item.variant)
                if doc.is_case or doc.is_talk else None)
     return AskedOut(**asked_fields(doc, variant=item.variant,
                                    variant_count=revision_doc(revision).variant_count,
@@ -75,14 +78,15 @@ def _mock_out(db_session: Session, m: MockInterview) -> MockOut:
 
 @router.post("/mock-interviews", response_model=MockOut, status_code=201,
              responses={422: {}})
-def start_mock(body: MockIn, db_session: SessionDep, learner_id: CurrentLearner,
-               clock: ClockDep) -> MockOut:
+def start_mock(body: MockIn, request: Request, db_session: SessionDep,
+               learner_id: CurrentLearner, clock: ClockDep) -> MockOut:
     """Start a timed mock interview (10 to 45 minutes). Read each question with
     its `asked` (the variant this interview pinned); answer with POST .../answers before the
     deadline."""
     now = clock.now()
     try:
-        m = mock.start(db_session=db_session, learner_id=learner_id, minutes=body.minutes, now=now)
+        m = mock.start(db_session=db_session, learner_id=learner_id, minutes=body.minutes, now=now,
+                       client_ip=client_ip(request))
     except mock.NoQuestions:
         raise InvalidInput("There are no published questions to ask yet.") from None
     return _mock_out(db_session, m)
@@ -100,7 +104,7 @@ def get_mock(mock_id: str, db_session: SessionDep, learner_id: CurrentLearner,
 
 @router.post("/mock-interviews/{mock_id}/answers", response_model=MockAnswerOut,
              status_code=201, responses={404: {}, 409: {}, 422: {}})
-def answer_mock(mock_id: str, body: MockAnswerIn, db_session: SessionDep,
+def answer_mock(mock_id: str, body: MockAnswerIn, request: Request, db_session: SessionDep,
                 learner_id: CurrentLearner, clock: ClockDep) -> MockAnswerOut | JSONResponse:
     """Answer question `position`. No grade comes back until the interview is finished; after
     the deadline the answer is refused with 409 and does not count."""
@@ -118,7 +122,8 @@ def answer_mock(mock_id: str, body: MockAnswerIn, db_session: SessionDep,
     try:
         if doc.is_case or doc.is_talk:
             stepped = mock.answer_step(db_session=db_session, mock=m, item=item, part=body.part,
-                                       raw_answer=body.answer, confidence=body.confidence, now=now)
+                                       raw_answer=body.answer, confidence=body.confidence, now=now,
+                                       client_ip=client_ip(request))
             out.complete = stepped.complete
             if not stepped.complete and doc.is_case and stepped.part is not None:
                 out.next_part = part_out(stepped.doc, stepped.part + 1)
@@ -126,7 +131,7 @@ def answer_mock(mock_id: str, body: MockAnswerIn, db_session: SessionDep,
                 out.model_answer, out.rubric = stepped.doc.model_answer, list(stepped.doc.rubric)
         else:
             mock.answer(db_session=db_session, mock=m, item=item, raw_answer=body.answer,
-                        confidence=body.confidence, now=now)
+                        confidence=body.confidence, now=now, client_ip=client_ip(request))
     except mock.TimeUp:
         mock.finish(db_session=db_session, mock=m, now=now)
         return JSONResponse({"detail": "Time is up: the interview is over and this answer "
@@ -147,8 +152,9 @@ def finish_mock(mock_id: str, db_session: SessionDep, learner_id: CurrentLearner
                 clock: ClockDep) -> MockReportOut:
     """End the interview now and get its report (misses join your review queue)."""
     m = _mock_or_404(db_session, mock_id, learner_id)
-    mock.finish(db_session=db_session, mock=m, now=clock.now())
-    return _report_out(db_session, m)
+    now = clock.now()
+    mock.finish(db_session=db_session, mock=m, now=now)
+    return _report_out(db_session, m, now)
 
 
 @router.get("/mock-interviews/{mock_id}/report", response_model=MockReportOut,
@@ -157,14 +163,18 @@ def mock_report(mock_id: str, db_session: SessionDep, learner_id: CurrentLearner
                 clock: ClockDep) -> MockReportOut:
     """The finished interview's report; 409 while it is still running."""
     m = _mock_or_404(db_session, mock_id, learner_id)
-    mock.finish_if_over(db_session=db_session, mock=m, now=clock.now())
+    now = clock.now()
+    mock.finish_if_over(db_session=db_session, mock=m, now=now)
     if m.finished_at is None:
         raise Conflict("The interview is still running: no feedback until the end.")
-    return _report_out(db_session, m)
+    return _report_out(db_session, m, now)
 
 
-def _report_out(db_session: Session, m: MockInterview) -> MockReportOut:
-    r = mock.report(db_session=db_session, mock=m)
+def _report_out(db_session: Session, m: MockInterview, now: datetime) -> MockReportOut:
+    """The report as its owner may read it now (the one rule: an item not answered, or in a
+    live mock interview of theirs, without its key, explanation and grade)."""
+    r = mock.report(db_session=db_session, mock=m,
+                    sight=reveal.sight(db_session=db_session, learner_id=m.learner_id, now=now))
     cal = r.calibration
     return MockReportOut(
         id=m.quiz_id, score=r.score, total=r.total, answered=r.answered,
@@ -175,9 +185,11 @@ def _report_out(db_session: Session, m: MockInterview) -> MockReportOut:
         items=[MockReportItemOut(
             position=i.position, slug=i.question.slug, title=i.doc.title, topic=i.doc.topic,
             variant=i.variant,
-            answered=i.attempt is not None, score=i.attempt.score if i.attempt else 0.0,
-            correct=bool(i.attempt and i.attempt.correct),
+            answered=i.attempt is not None,
+            score=i.attempt.score if i.attempt and i.shown else None,
+            correct=bool(i.attempt and i.attempt.correct) if i.shown else None,
             time_taken_ms=i.attempt.time_taken_ms if i.attempt else None,
             confidence=i.attempt.confidence if i.attempt else None,
             answer=i.attempt.answer if i.attempt else None, correct_answer=i.key,
-            explanation=i.doc.explanation if i.missed else None) for i in r.items])
+            explanation=i.doc.explanation if i.missed and i.shown else None,
+            withheld=i.note) for i in r.items])

@@ -70,13 +70,17 @@ class MockReportItemOut(BaseModel):
     topic: str
     variant: int = 0
     answered: bool
-    score: float
-    correct: bool
+    score: float | None = Field(description="None while withheld.")
+    correct: bool | None = Field(description="None while withheld.")
     time_taken_ms: int | None
     confidence: str | None
     answer: Any
-    correct_answer: Any
-    explanation: str | None = Field(description="Given for misses.")
+    correct_answer: Any = Field(description="None while withheld.")
+    explanation: str | None = Field(description="Given for misses, unless withheld.")
+    withheld: str | None = Field(
+        None, description="Why the key, the explanation and the grade are withheld, when they "
+                          "are: a question not answered (that variant), or one of your mock "
+                          "interview under way.")
 
 
 class MockReportOut(BaseModel):

@@ -23,12 +23,13 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, lazyload
 
+from app import ratelimit, reveal
+from app.accounts.service import ensure_learner
 from app.errors import Conflict
 from app.mock.models import MockInterview
-from app.progress import service as progress
 from app.questions.models import STATUS_PUBLISHED, Question, QuestionRevision, Topic
 from app.questions.schema import QuestionDoc
-from app.questions.service import revision_variant
+from app.questions.service import SAMPLE_SLUGS, revision_variant
 from app.quizzes.grading import Grade, InvalidAnswer, correct_answer, grade
 from app.quizzes.models import Attempt, Quiz, QuizItem
 from app.quizzes.service import (
@@ -37,10 +38,10 @@ from app.quizzes.service import (
     Stepped,
     answer_item_step,
     clean_confidence,
-    ensure_learner,
     item_variant,
 )
 from app.review import service as review
+from app.review.mastery import mastery_by_topic
 
 # A real first-round technical screen is 20-45 minutes; shorter than 10 is not an interview.
 DEFAULT_MINUTES = 25
@@ -55,12 +56,6 @@ KIND_MOCK = "mock"
 
 class TimeUp(Conflict):
     """The interview's deadline has passed (or it was finished): the answer does not count."""
-
-
-@dataclass
-class Candidate:
-    question: Question
-    weakness: float
 
 
 def _pick(pool: list[Question], weakness: dict[str, float], count: int,
@@ -119,15 +114,20 @@ def _pick(pool: list[Question], weakness: dict[str, float], count: int,
 def topic_weakness(*, db_session: Session, learner_id: str, now: datetime) -> dict[str, float]:
     """Per topic, 1 minus its mastery now (the dashboard's number: an unseen question counts
     0, so an untried topic is as weak as it gets)."""
-    mastery = progress.mastery_by_topic(db_session=db_session, learner_id=learner_id, now=now)
+    mastery = mastery_by_topic(db_session=db_session, learner_id=learner_id, now=now)
     return {t: 1.0 - m for t, m in mastery.items()}
 
 
 def start(*, db_session: Session, learner_id: str, minutes: int, now: datetime,
-          count: int = QUESTION_COUNT, rng: random.Random | None = None) -> MockInterview:
-    """A new mock interview of about `count` questions with a deadline `minutes` from `now`."""
+          count: int = QUESTION_COUNT, rng: random.Random | None = None,
+          client_ip: str | None = None) -> MockInterview:
+    """A new mock interview of about `count` questions with a deadline `minutes` from `now`;
+    from a request (`client_ip`) it counts against the learner's and the address's mock
+    interviews (RateLimited)."""
     if not MIN_MINUTES <= minutes <= MAX_MINUTES:
         raise ValueError(f"minutes must be between {MIN_MINUTES} and {MAX_MINUTES}")
+    ratelimit.spend(db_session=db_session, kind=ratelimit.MOCKS, learner_id=learner_id,
+                    client_ip=client_ip)
     ensure_learner(db_session=db_session, learner_id=learner_id)
     # The pick needs each question's topic, type and difficulty, not its revision's content.
     pool = list(db_session.scalars(select(Question).options(lazyload(Question.current_revision))
@@ -135,7 +135,9 @@ def start(*, db_session: Session, learner_id: str, minutes: int, now: datetime,
                                           Question.current_revision_id.is_not(None),
                                           # An exercise is answered by running code on its
                                           # own page, never in an interview's answer form.
-                                          Question.type != "exercise")
+                                          Question.type != "exercise",
+                                          # The home page's sample run is public.
+                                          Question.slug.not_in(SAMPLE_SLUGS))
                                    .order_by(Question.id)))
     if not pool:
         raise NoQuestions("There is no published question to ask yet.")
@@ -209,12 +211,6 @@ def answered_item_ids(*, db_session: Session, mock: MockInterview) -> set[int]:
         .where(QuizItem.quiz_id == mock.quiz_id)))
 
 
-def current_item(*, db_session: Session, mock: MockInterview) -> QuizItem | None:
-    """The first unanswered question, or None when every one is answered."""
-    done = answered_item_ids(db_session=db_session, mock=mock)
-    return next((i for i in items(db_session=db_session, mock=mock) if i.id not in done), None)
-
-
 def show(*, item: QuizItem, now: datetime) -> None:
     """Start the question's clock the first time it is shown."""
     if item.shown_at is None:
@@ -222,7 +218,8 @@ def show(*, item: QuizItem, now: datetime) -> None:
 
 
 def answer(*, db_session: Session, mock: MockInterview, item: QuizItem, raw_answer: Any,
-           confidence: str | None, now: datetime) -> tuple[Attempt, Grade]:
+           confidence: str | None, now: datetime,
+           client_ip: str | None = None) -> tuple[Attempt, Grade]:
     """Grade and store the answer to one of the interview's questions, without scheduling a
     review yet. Raises TimeUp past the deadline (nothing is stored), AlreadyAnswered for a
     second answer, grading.InvalidAnswer for a malformed one."""
@@ -230,6 +227,8 @@ def answer(*, db_session: Session, mock: MockInterview, item: QuizItem, raw_answ
         raise TimeUp("The interview is over: this answer came after its deadline.")
     if item.quiz_id != mock.quiz_id:
         raise ValueError("item of another interview")
+    ratelimit.spend(db_session=db_session, kind=ratelimit.ANSWERS, learner_id=mock.learner_id,
+                    client_ip=client_ip)
     # No look for an earlier answer first: the unique quiz_item_id finds it (below), which
     # saves every answer a round trip to the database.
     revision = db_session.get(QuestionRevision, item.revision_id)
@@ -257,7 +256,8 @@ def answer(*, db_session: Session, mock: MockInterview, item: QuizItem, raw_answ
 
 
 def answer_step(*, db_session: Session, mock: MockInterview, item: QuizItem, part: int | None,
-                raw_answer: Any, confidence: str | None, now: datetime) -> Stepped:
+                raw_answer: Any, confidence: str | None, now: datetime,
+                client_ip: str | None = None) -> Stepped:
     """One step of a case or talk-through in the interview (a part; the text, then the ticks),
     on the variant the item pins. The last step stores the item's one attempt; like every
     answer here it gets no review card until the interview finishes. Raises TimeUp past the
@@ -270,7 +270,8 @@ def answer_step(*, db_session: Session, mock: MockInterview, item: QuizItem, par
     return answer_item_step(db_session=db_session, learner_id=mock.learner_id, item=item,
                             part=part, raw=raw_answer, confidence=clean_confidence(confidence),
                             now=now, schedule=False,
-                            time_taken_ms=max(0, int((now - shown).total_seconds() * 1000)))
+                            time_taken_ms=max(0, int((now - shown).total_seconds() * 1000)),
+                            client_ip=client_ip)
 
 
 def finish(*, db_session: Session, mock: MockInterview, now: datetime) -> bool:
@@ -312,6 +313,10 @@ class ReportItem:
     attempt: Attempt | None
     key: Any
     variant: int = 0
+    # By the one rule (app/reveal.py), for the visitor reading the report: whether the key,
+    # the explanation and the answer's grade may be shown, and if not, why.
+    shown: bool = True
+    note: str | None = None
 
     @property
     def missed(self) -> bool:
@@ -405,9 +410,13 @@ class MockReport:
         return [i for i in self.items if i.missed]
 
 
-def report(*, db_session: Session, mock: MockInterview) -> MockReport:
+def report(*, db_session: Session, mock: MockInterview, sight: reveal.Sight) -> MockReport:
     """The finished interview's report: score, per topic, time per question, calibration and
-    each miss with its explanation (the caller checks the interview is finished)."""
+    each miss with its explanation (the caller checks the interview is finished), as the visitor
+    whose `sight` it is may read it (the one rule, app/reveal.py): a key, an explanation or a
+    grade only of a question they answered (that variant), never of one of their live mock
+    interview. Its owner answered what they answered in it; a reader of a shared report, what
+    they answered themselves."""
     rows = items(db_session=db_session, mock=mock)
     attempts = {a.quiz_item_id: a for a in db_session.scalars(
         select(Attempt).where(Attempt.quiz_item_id.in_([i.id for i in rows])))}
@@ -415,13 +424,23 @@ def report(*, db_session: Session, mock: MockInterview) -> MockReport:
         select(Question).where(Question.id.in_([i.question_id for i in rows])))}
     revisions = {r.id: r for r in db_session.scalars(
         select(QuestionRevision).where(QuestionRevision.id.in_([i.revision_id for i in rows])))}
+    theirs = (set() if sight.staff else reveal.answered_variants(
+        db_session=db_session, learner_id=sight.learner_id,
+        pairs=[(i.question_id, i.variant) for i in rows]))
     out: list[ReportItem] = []
     per: dict[str, TopicResult] = {}
     for i in rows:
         doc = revision_variant(revision=revisions[i.revision_id], variant=i.variant)
         a = attempts.get(i.id)
+        note = None
+        if sight.withheld(i.question_id):
+            note = reveal.WITHHELD
+        elif not sight.staff and (i.question_id, i.variant) not in theirs:
+            note = reveal.NOT_ANSWERED
+        shown = note is None
         out.append(ReportItem(i.position, questions[i.question_id], doc, i.revision_id, a,
-                              correct_answer(doc), i.variant))
+                              correct_answer(doc, a.answer if a else None) if shown else None,
+                              i.variant, shown, note))
         t = per.setdefault(doc.topic, TopicResult(doc.topic, doc.topic))
         t.asked += 1
         t.score += a.score if a else 0.0

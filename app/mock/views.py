@@ -9,13 +9,16 @@ from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import RedirectResponse, Response
 from sqlalchemy.orm import Session
 
+from app import reveal
 from app.deps import (
     CSRF,
     ClockDep,
     CurrentLearner,
     FormDep,
+    OptionalUser,
     SessionDep,
     WriteSessionDep,
+    client_ip,
 )
 from app.errors import InvalidInput, NotFound
 from app.mock import service as mock
@@ -58,11 +61,12 @@ def mock_start_page(request: Request, db_session: SessionDep, learner_id: Curren
 
 
 @router.post("/mock")
-def mock_start(form: FormDep, db_session: SessionDep, learner_id: CurrentLearner,
-               clock: ClockDep, _: CSRF) -> Response:
+def mock_start(request: Request, form: FormDep, db_session: SessionDep,
+               learner_id: CurrentLearner, clock: ClockDep, _: CSRF) -> Response:
     try:
         m = mock.start(db_session=db_session, learner_id=learner_id,
-                       minutes=_minutes(form.get("minutes")), now=clock.now())
+                       minutes=_minutes(form.get("minutes")), now=clock.now(),
+                       client_ip=client_ip(request))
     except mock.NoQuestions:
         raise InvalidInput("There are no published questions to ask yet.") from None
     return RedirectResponse(f"/mock/{m.quiz_id}", status_code=303)
@@ -83,7 +87,7 @@ def _question_ctx(db_session: Session, m: MockInterview, position: int | None,
                            variant_count=revision_doc(revision).variant_count)
     if doc.is_case or doc.is_talk:
         partial = partial_answer(db_session=db_session, learner_id=m.learner_id,
-                                 question_id=item.question_id, quiz_item_id=item.id)
+                                 question_id=item.question_id, variant=item.variant)
         ctx.update(step_context(doc, partial.state if partial is not None else None))
     return {**ctx, "mock": m, "item": item, "total": len(items), "answered": len(done),
             "action": f"/mock/{m.quiz_id}/{item.position}/answer", "plain_form": True,
@@ -131,10 +135,11 @@ def mock_answer(request: Request, mock_id: str, position: int, form: FormDep,
             # the last one, which leads on to the next question.
             mock.answer_step(db_session=db_session, mock=m, item=ctx["item"], part=part,
                              raw_answer=raw, confidence=clean_confidence(form.get("confidence")),
-                             now=now)
+                             now=now, client_ip=client_ip(request))
         else:
             mock.answer(db_session=db_session, mock=m, item=ctx["item"], raw_answer=raw,
-                        confidence=clean_confidence(form.get("confidence")), now=now)
+                        confidence=clean_confidence(form.get("confidence")), now=now,
+                        client_ip=client_ip(request))
     except mock.TimeUp:
         mock.finish(db_session=db_session, mock=m, now=now)
         return templates.TemplateResponse(request, "mock/time_up.html", {"mock": m},
@@ -155,8 +160,9 @@ def mock_finish(mock_id: str, db_session: SessionDep, learner_id: CurrentLearner
     return RedirectResponse(f"/mock/{m.quiz_id}/report", status_code=303)
 
 
-def _report_ctx(db_session: Session, m: MockInterview, *, shared: bool) -> dict[str, Any]:
-    r = mock.report(db_session=db_session, mock=m)
+def _report_ctx(db_session: Session, m: MockInterview, *, shared: bool,
+                sight: reveal.Sight) -> dict[str, Any]:
+    r = mock.report(db_session=db_session, mock=m, sight=sight)
     verdicts = {i.revision_id: latest_verdict(db_session=db_session, revision_id=i.revision_id)
                 for i in r.misses if i.doc.verify}
     topic_chart = bar_chart([mock_bar(t) for t in r.per_topic], title="Score by topic",
@@ -165,7 +171,7 @@ def _report_ctx(db_session: Session, m: MockInterview, *, shared: bool) -> dict[
                             svg_id="mock-topics")
     # A case's parts, each against its own key, for the misses that are cases.
     case_views = {i.position: part_views(i.doc, list(i.attempt.answer.get("parts", [])))
-                  for i in r.misses if i.doc.is_case and i.attempt is not None
+                  for i in r.misses if i.shown and i.doc.is_case and i.attempt is not None
                   and isinstance(i.attempt.answer, dict)}
     return {"r": r, "shared": shared, "verdicts": verdicts, "topic_chart": topic_chart,
             "multi_rule": MULTI_RULE, "case_views": case_views}
@@ -179,11 +185,13 @@ def mock_bar(t: mock.TopicResult) -> Bar:
 def mock_report(request: Request, mock_id: str, db_session: WriteSessionDep,
                 learner_id: CurrentLearner, clock: ClockDep) -> Response:
     m = _mock_or_404(db_session, mock_id, learner_id)
-    mock.finish_if_over(db_session=db_session, mock=m, now=clock.now())
+    now = clock.now()
+    mock.finish_if_over(db_session=db_session, mock=m, now=now)
     if m.finished_at is None:
         # No feedback before the end, like a real interview.
         return RedirectResponse(f"/mock/{m.quiz_id}", status_code=303)
-    ctx = _report_ctx(db_session, m, shared=False)
+    ctx = _report_ctx(db_session, m, shared=False,
+                      sight=reveal.sight(db_session=db_session, learner_id=learner_id, now=now))
     # From the configured public address, never the request's Host header (a client's).
     ctx["share_url"] = (request.app.state.settings.base_url
                         + request.app.url_path_for("shared_mock_report", token=m.share_token)
@@ -207,13 +215,19 @@ def mock_share(mock_id: str, form: FormDep, db_session: SessionDep, learner_id: 
 
 
 @router.get("/shared/mock/{token}", name="shared_mock_report")
-def shared_mock_report(request: Request, token: str, db_session: SessionDep) -> Response:
-    """A report seen through its live share link, read-only; a revoked link is a 404."""
+def shared_mock_report(request: Request, token: str, db_session: SessionDep,
+                       learner_id: CurrentLearner, user: OptionalUser,
+                       clock: ClockDep) -> Response:
+    """A report seen through its live share link, read-only; a revoked link is a 404. Its
+    reader sees keys and grades by the one rule, as their own: of the questions they answered
+    themselves (authors and admins: all)."""
     m = mock.get_shared(db_session=db_session, token=token)
     if m is None or m.finished_at is None:
         raise NotFound("This link does not lead anywhere (it may have been revoked).")
+    sight = reveal.sight(db_session=db_session, learner_id=learner_id, now=clock.now(),
+                         is_staff=user is not None and user.is_staff)
     response = templates.TemplateResponse(request, "mock/report.html",
-                                          _report_ctx(db_session, m, shared=True))
+                                          _report_ctx(db_session, m, shared=True, sight=sight))
     # The token is the whole secret: keep the page out of shared caches. (Other sites never
     # see it in a Referer: the app's policy is same-origin.)
     response.headers["Cache-Control"] = "private, no-store"

@@ -46,7 +46,8 @@ def get_dashboard(db_session: SessionDep, learner_id: CurrentLearner,
     t = d.today
     return DashboardOut(
         now=d.now,
-        today=TodayOut(due_now=t.due_now, later_today=t.later_today, new_today=t.new_today,
+        today=TodayOut(due_now=t.due_now, later_today=t.later_today,
+                       reviews_today=t.reviews_today, new_today=t.new_today, new_left=t.new_left,
                        answered_today=t.answered_today, daily_goal=t.daily_goal,
                        streak=t.streak),
         due_now=t.due_now,

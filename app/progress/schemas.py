@@ -34,10 +34,15 @@ class TodayOut(BaseModel):
     due_now: int = Field(description="Cards due now: what the Review page serves and the "
                                      "header counts.")
     later_today: int = Field(description="Cards falling due later today (UTC), not due yet.")
-    new_today: int | None = Field(description="The plan's new questions today (null without "
-                                              "an interview date).")
+    reviews_today: int = Field(description="Today's reviews: every card due before tomorrow "
+                                           "(UTC) as the day began, reviewed since or not.")
+    new_today: int | None = Field(description="The plan's new questions today, as the day "
+                                              "began (null without an interview date).")
+    new_left: int | None = Field(description="The plan's new questions still to introduce "
+                                             "today (null without an interview date).")
     answered_today: int
-    daily_goal: int = Field(description="Answers to aim for today: the plan's day, or 10.")
+    daily_goal: int = Field(description="Answers to aim for today, fixed for the day: "
+                                        "reviews_today + new_today, or 10 without a plan.")
     streak: int = Field(description="Days in a row with an answer, up to today.")
 
 

@@ -1,9 +1,8 @@
 """The progress dashboard's numbers, today's panel and the readiness forecast
 (docs/readiness.md).
 
-Mastery of a topic is the mean over its published questions of each question's mastery
-(app/review/service.py holds the one definition: FSRS's predicted recall if the last review
-recalled it, else 0; unseen questions count 0). The forecast is the same mean at the
+Mastery of a topic is app/review/mastery.py's (the mean over its published questions of
+each question's mastery, unseen ones counting 0). The forecast is the same mean at the
 learner's interview date; the plan simulates FSRS forward, day by day, assuming each
 scheduled review is recalled (Good), and counts the reviews and new questions each day
 needs. Its first day's reviews are exactly the cards due now.
@@ -20,22 +19,25 @@ from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
 from fsrs import Card, Rating, Scheduler
-from sqlalchemy import Date, cast, func, select
+from sqlalchemy import Date, cast, func, or_, select
 from sqlalchemy.orm import Session
 
+from app import reveal
+from app.accounts.service import ensure_learner
 from app.db import utcnow
 from app.errors import InvalidInput
 from app.progress.models import LearnerGoal
-from app.questions.models import STATUS_PUBLISHED, Question, Topic
+from app.questions.models import Question, Topic
 from app.questions.schema import ROUND_TITLES, ROUNDS
 from app.questions.service import get_published, revision_doc
 from app.quizzes.models import Attempt
-from app.quizzes.service import ensure_learner
 from app.reports import service as reports
 from app.review import service as review
+from app.review.mastery import TopicMastery, published_topics, topic_mastery
+from app.verify import results as verify_results
 from app.verify import service as verify
 from app.verify.engine.result import RunResult
-from app.verify.models import PRIORITY_SHARED, RUN_DONE, Run
+from app.verify.models import RUN_DONE, Run
 
 # The readiness target when the learner sets none: FSRS's own desired retention.
 DEFAULT_TARGET = 0.9
@@ -51,15 +53,6 @@ DUE_DAYS = 7
 
 
 @dataclass
-class TopicMastery:
-    slug: str
-    title: str
-    questions: int
-    seen: int
-    recall: float  # mean predicted recall over the topic's questions, unseen as 0
-
-
-@dataclass
 class WeekAccuracy:
     week: date  # the Monday
     attempts: int
@@ -70,32 +63,8 @@ class WeekAccuracy:
         return self.correct / self.attempts if self.attempts else None
 
 
-def _published(db_session: Session) -> tuple[dict[int, str], list[Topic]]:
-    qs = dict(db_session.execute(select(Question.id, Question.topic)
-                                 .where(Question.status == STATUS_PUBLISHED)).all())
-    topics = list(db_session.scalars(select(Topic).where(Topic.slug.in_(set(qs.values())))
-                                     .order_by(Topic.position, Topic.title)))
-    return qs, topics
-
-
 def _cards(db_session: Session, learner_id: str) -> list[review.CardState]:
     return review.card_states(db_session=db_session, learner_id=learner_id)
-
-
-def _mastery(topics: list[Topic], questions: dict[int, str],
-             recall: dict[int, float]) -> list[TopicMastery]:
-    """Per topic, the mean of `recall` (each question's mastery) with unseen questions as 0."""
-    by_topic: dict[str, list[int]] = defaultdict(list)
-    for qid, topic in questions.items():
-        by_topic[topic].append(qid)
-    out = []
-    for t in topics:
-        ids = by_topic.get(t.slug, [])
-        if not ids:
-            continue
-        out.append(TopicMastery(t.slug, t.title, len(ids), sum(1 for q in ids if q in recall),
-                                sum(recall.get(q, 0.0) for q in ids) / len(ids)))
-    return out
 
 
 def get_goal(*, db_session: Session, learner_id: str) -> LearnerGoal | None:
@@ -178,19 +147,19 @@ def forecast(*, db_session: Session, learner_id: str, interview_date: date, targ
     (with_plan) the day-by-day plan of reviews and new questions to bring every topic to
     `target`, which simulates FSRS forward and so costs more than the forecast itself."""
     if questions is None or topics is None:
-        questions, topics = _published(db_session)
+        questions, topics = published_topics(db_session)
     if cards is None:
         cards = _cards(db_session, learner_id)
     at = interview_moment(interview_date)
     live = {c.question_id: c for c in cards if c.question_id in questions}
     recall_at = {qid: c.mastery(at) for qid, c in live.items()}
-    before = _mastery(topics, questions, recall_at)
+    before = topic_mastery(topics, questions, recall_at)
     if not with_plan:
         return Forecast(interview_date, at, target, [
             TopicForecast(b.slug, b.title, b.questions, b.seen, b.recall, None) for b in before])
     plan, planned = _plan(live, questions, before, target, now, at,
                           review.scheduler_for(db_session=db_session, learner_id=learner_id))
-    after = _mastery(topics, questions, planned)
+    after = topic_mastery(topics, questions, planned)
     return Forecast(interview_date, at, target, [
         TopicForecast(b.slug, b.title, b.questions, b.seen, b.recall, a.recall)
         for b, a in zip(before, after, strict=True)], plan)
@@ -219,8 +188,8 @@ def _plan(live: dict[int, review.CardState], questions: dict[int, str], before: 
           target: float, now: datetime, at: datetime,
           sched: Scheduler) -> tuple[list[PlanDay], dict[int, float]]:
     """Simulate FSRS (the learner's scheduler: their weights and retention) from `now` to `at`:
-    on each study day (now, then every 24 hours) every card due by then is reviewed (Good),
-    so the first day's reviews are the cards due now; the
+    on each study day (now, then every 24 hours) every card due before that day ends (UTC) is
+    reviewed (Good), so the first day's reviews are the cards due before tomorrow; the
     unseen questions of topics below target are introduced, spread evenly over the days (the
     last day kept for reviews); and on the last day any card still predicted below target
     at the interview gets one more review. Returns the days and each question's predicted
@@ -237,8 +206,9 @@ def _plan(live: dict[int, review.CardState], questions: dict[int, str], before: 
     for k, m in enumerate(moments):
         reviews = 0
         last = k == days - 1
+        ends = _end_of_day(m)
         for qid, card in sim.items():
-            due = review.is_due(due=card.due, now=m)
+            due = card.due < ends
             if not due and last:
                 due = sched.get_card_retrievability(card, at) < target
             if due:
@@ -259,10 +229,12 @@ def _monday(d: date) -> date:
     return d - timedelta(days=d.weekday())
 
 
-def _answers_by_day(db_session: Session, learner_id: str,
-                    since: datetime) -> list[tuple[date, bool, int]]:
+def _answers_by_day(db_session: Session, learner_id: str, since: datetime,
+                    now: datetime) -> list[tuple[date, bool, int]]:
     """The learner's answers since `since`, counted per UTC day and correctness (in SQL: a
-    learner with thousands of attempts sends back a few hundred rows, not thousands)."""
+    learner with thousands of attempts sends back a few hundred rows, not thousands). The
+    answers of a mock interview under way are not counted until it is over (the one rule:
+    their grades would be feedback before the end)."""
     if db_session.get_bind().dialect.name == "postgresql":
         day: Any = cast(func.timezone("UTC", Attempt.created_at), Date)
     else:
@@ -270,7 +242,9 @@ def _answers_by_day(db_session: Session, learner_id: str,
         day = func.date(Attempt.created_at)
     rows = db_session.execute(
         select(day, Attempt.correct, func.count())
-        .where(Attempt.learner_id == learner_id, Attempt.created_at >= since)
+        .where(Attempt.learner_id == learner_id, Attempt.created_at >= since,
+               or_(Attempt.quiz_item_id.is_(None),
+                   ~reveal.given_in_live_mock(Attempt.quiz_item_id, now)))
         .group_by(day, Attempt.correct))
     return [(d if isinstance(d, date) else date.fromisoformat(str(d)), bool(c), int(n))
             for d, c, n in rows]
@@ -311,10 +285,15 @@ class Today:
     now: datetime
     due_now: int
     later_today: int
+    # Cards due before tomorrow as the day began (reviewed since, or not): today's reviews.
+    reviews_today: int
     answered_today: int
     streak: int  # days in a row with an answer, up to today (or yesterday, if none yet today)
     goal: LearnerGoal | None
-    new_today: int | None  # the plan's new questions today (None without an interview date)
+    # The plan's new questions today, as the day began (None without an interview date).
+    new_today: int | None
+    # What is left of the plan's day now: its new questions still to introduce today.
+    new_left: int | None
     weakest: list[TopicMastery]
     answered_ever: bool
 
@@ -324,10 +303,17 @@ class Today:
 
     @property
     def daily_goal(self) -> int:
-        """Today's answers to aim for: the plan's day, or DAILY_GOAL without a plan."""
+        """Today's answers to aim for: the plan's day as it began (every card due before
+        tomorrow and the new questions), fixed while the learner works through it; DAILY_GOAL
+        without a plan."""
         if self.new_today is None:
             return DAILY_GOAL
-        return max(1, self.due_now + self.new_today)
+        return max(1, self.reviews_today + self.new_today)
+
+    @property
+    def reviews_left(self) -> int:
+        """Every card due before tomorrow that is still to review: due now or later today."""
+        return self.due_now + self.later_today
 
     @property
     def interview_date(self) -> date | None:
@@ -363,11 +349,36 @@ def _streak_since(now: datetime) -> datetime:
     return datetime.combine(now.date() - timedelta(days=STREAK_DAYS), time(0, tzinfo=UTC))
 
 
+def _start_of_day(now: datetime) -> datetime:
+    return datetime.combine(now.date(), time(0, tzinfo=UTC))
+
+
+def _as_day_began(live: list[review.CardState],
+                  began: dict[int, datetime | None]) -> dict[int, review.CardState]:
+    """The cards the learner had as the day began, by question: those first answered today
+    left out (`began`: review.due_before at the start of the day), so the plan's new
+    questions for today are counted as they were then."""
+    return {c.question_id: c for c in live
+            if not (c.question_id in began and began[c.question_id] is None)}
+
+
+def _reviews_today(live: list[review.CardState], began: dict[int, datetime | None],
+                   end: datetime) -> int:
+    """Cards due before `end` (tomorrow) as the day began: a card reviewed today counts by when
+    it was due then, a card first answered today not at all."""
+    n = 0
+    for c in live:
+        due = began.get(c.question_id, c.due) if c.question_id in began else c.due
+        n += due is not None and due < end
+    return n
+
+
 def _today(db_session: Session, learner_id: str, now: datetime, live: list[review.CardState],
            mastery: list[TopicMastery], goal: LearnerGoal | None, new_today: int | None,
-           per_day: dict[date, int]) -> Today:
+           new_left: int | None, per_day: dict[date, int],
+           began: dict[int, datetime | None]) -> Today:
     """Today's panel from numbers the caller has read already (`per_day`: answers per day
-    since at least STREAK_DAYS ago)."""
+    since at least STREAK_DAYS ago; `began`: review.due_before at the start of the day)."""
     today = now.date()
     answered_ever = bool(per_day) or db_session.scalar(
         select(Attempt.id).where(Attempt.learner_id == learner_id).limit(1)) is not None
@@ -375,15 +386,18 @@ def _today(db_session: Session, learner_id: str, now: datetime, live: list[revie
     return Today(
         now=now, due_now=sum(1 for c in live if c.is_due(now)),
         later_today=sum(1 for c in live if not c.is_due(now) and c.due < end),
+        reviews_today=_reviews_today(live, began, end),
         answered_today=per_day.get(today, 0),
         streak=_streak({d for d, n in per_day.items() if n}, today), goal=goal,
-        new_today=new_today, weakest=sorted(mastery, key=lambda m: (m.recall, m.title))[:3],
+        new_today=new_today, new_left=new_left,
+        weakest=sorted(mastery, key=lambda m: (m.recall, m.title))[:3],
         answered_ever=answered_ever)
 
 
-def _per_day(db_session: Session, learner_id: str, since: datetime) -> dict[date, int]:
+def _per_day(db_session: Session, learner_id: str, since: datetime,
+             now: datetime) -> dict[date, int]:
     per_day: dict[date, int] = defaultdict(int)
-    for day, _correct, n in _answers_by_day(db_session, learner_id, since):
+    for day, _correct, n in _answers_by_day(db_session, learner_id, since, now):
         per_day[day] += n
     return dict(per_day)
 
@@ -404,21 +418,24 @@ def _new_today(live: dict[int, review.CardState], questions: dict[int, str],
     if days == 0:
         return 0
     if before is None:
-        before = _mastery(topics, questions, {qid: c.mastery(at) for qid, c in live.items()})
+        before = topic_mastery(topics, questions, {qid: c.mastery(at) for qid, c in live.items()})
     unseen, _intro_days, per_day = _unseen_plan(live, questions, before, goal.target, days)
     return min(per_day, len(unseen))
 
 
 def today(*, db_session: Session, learner_id: str, now: datetime) -> Today:
     """What the learner should do now: cards due, the plan's day, the streak, the daily goal."""
-    questions, topics = _published(db_session)
+    questions, topics = published_topics(db_session)
     live = [c for c in _cards(db_session, learner_id) if c.question_id in questions]
-    mastery = _mastery(topics, questions, {c.question_id: c.mastery(now) for c in live})
+    mastery = topic_mastery(topics, questions, {c.question_id: c.mastery(now) for c in live})
     goal = _active_goal(get_goal(db_session=db_session, learner_id=learner_id), now.date())
-    new = (_new_today({c.question_id: c for c in live}, questions, topics, goal, now)
-           if goal is not None else None)
-    return _today(db_session, learner_id, now, live, mastery, goal, new,
-                  _per_day(db_session, learner_id, _streak_since(now)))
+    began = review.due_before(db_session=db_session, learner_id=learner_id, at=_start_of_day(now))
+    new = left = None
+    if goal is not None:
+        new = _new_today(_as_day_began(live, began), questions, topics, goal, _start_of_day(now))
+        left = _new_today({c.question_id: c for c in live}, questions, topics, goal, now)
+    return _today(db_session, learner_id, now, live, mastery, goal, new, left,
+                  _per_day(db_session, learner_id, _streak_since(now), now), began)
 
 
 def topic_rows(mastery: list[TopicMastery], topics: list[Topic], due: dict[str, int],
@@ -484,10 +501,10 @@ def dashboard(*, db_session: Session, learner_id: str, now: datetime,
               with_plan: bool = True) -> Dashboard:
     """Everything the progress dashboard shows, for the learner at `now` (the page loads the
     forecast's plan separately: with_plan=False)."""
-    questions, topics = _published(db_session)
+    questions, topics = published_topics(db_session)
     cards = _cards(db_session, learner_id)
     live = [c for c in cards if c.question_id in questions]
-    mastery = _mastery(topics, questions, {c.question_id: c.mastery(now) for c in live})
+    mastery = topic_mastery(topics, questions, {c.question_id: c.mastery(now) for c in live})
 
     today = now.date()
     heat_start = _monday(today) - timedelta(weeks=WEEKS_OF_HEATMAP - 1)
@@ -500,7 +517,7 @@ def dashboard(*, db_session: Session, learner_id: str, now: datetime,
     days: dict[date, int] = defaultdict(int)
     every_day: dict[date, int] = defaultdict(int)
     total = 0
-    for day, correct, n in _answers_by_day(db_session, learner_id, since):
+    for day, correct, n in _answers_by_day(db_session, learner_id, since, now):
         every_day[day] += n
         if day < heat_start:
             continue
@@ -525,19 +542,23 @@ def dashboard(*, db_session: Session, learner_id: str, now: datetime,
     goal = get_goal(db_session=db_session, learner_id=learner_id)
     active = _active_goal(goal, today)
     fc = None
-    new_today = None
+    new_today = new_left = None
+    began = review.due_before(db_session=db_session, learner_id=learner_id, at=_start_of_day(now))
     if active is not None and active.interview_date is not None:
         fc = forecast(db_session=db_session, learner_id=learner_id,
                       interview_date=active.interview_date, target=active.target, now=now,
                       cards=cards, questions=questions, topics=topics, with_plan=with_plan)
-        new_today = (fc.plan[0].new if fc.plan else 0) if with_plan else _new_today(
+        new_left = (fc.plan[0].new if fc.plan else 0) if with_plan else _new_today(
             {c.question_id: c for c in live}, questions, topics, active, now,
             before=[TopicMastery(t.slug, t.title, t.questions, t.seen, t.recall)
                     for t in fc.topics])
+        # Today's new questions as the day began (the goal stays put while they are answered).
+        new_today = _new_today(_as_day_began(live, began), questions, topics, active,
+                               _start_of_day(now))
     rows = topic_rows(mastery, topics, due_by_topic, fc)
     return Dashboard(
         now=now, today=_today(db_session, learner_id, now, live, mastery, active, new_today,
-                              dict(every_day)),
+                              new_left, dict(every_day), began),
         rows=rows, rounds=round_rows(rows), mastery=mastery, weeks=list(weeks.values()),
         days=dict(days), heatmap_start=heat_start,
         coming=[(today + timedelta(days=i), n) for i, n in enumerate(coming)],
@@ -556,10 +577,10 @@ class TopicTable:
 def topic_table(*, db_session: Session, learner_id: str, now: datetime) -> TopicTable:
     """The topic table with the plan's column (the forecast simulated forward), and no more
     of the dashboard than that."""
-    questions, topics = _published(db_session)
+    questions, topics = published_topics(db_session)
     cards = _cards(db_session, learner_id)
     live = [c for c in cards if c.question_id in questions]
-    mastery = _mastery(topics, questions, {c.question_id: c.mastery(now) for c in live})
+    mastery = topic_mastery(topics, questions, {c.question_id: c.mastery(now) for c in live})
     due: dict[str, int] = defaultdict(int)
     for c in live:
         if c.is_due(now):
@@ -572,20 +593,12 @@ def topic_table(*, db_session: Session, learner_id: str, now: datetime) -> Topic
     return TopicTable(topic_rows(mastery, topics, due, fc), fc)
 
 
-def mastery_by_topic(*, db_session: Session, learner_id: str, now: datetime) -> dict[str, float]:
-    """Each topic's mastery now (the one definition; unseen questions count 0)."""
-    questions, topics = _published(db_session)
-    live = [c for c in _cards(db_session, learner_id) if c.question_id in questions]
-    return {m.slug: m.recall for m in
-            _mastery(topics, questions, {c.question_id: c.mastery(now) for c in live})}
-
-
 # The newcomer's example of Verify ---------------------------------------------------------
 
 # The question the home page shows a newcomer, measured (DDP's averaged gradient, the first
 # fact of the DDP round), with what to read in its values. Any other published question's
 # cached run stands in without a reading.
-EXAMPLES = {
+EXAMPLES = {  # each in questions.service.SAMPLE_SLUGS: kept out of graded work
     "averaged-gradient-two-ranks": (
         "Two ranks feed different inputs to one model. The gradient comes out equal on both "
         "ranks and the loss does not: DDP averages gradients in backward and leaves the "
@@ -629,25 +642,15 @@ def _cached_default_run(db_session: Session, question: Question) -> Run | None:
 
 
 def verify_example(*, db_session: Session) -> VerifyExample | None:
-    """A measured answer to show a newcomer: an EXAMPLES question's cached run with the default knobs,
-    else the latest finished shared run of a published question's current revision (None
-    when nothing has run yet: the page never starts a run for it)."""
+    """A measured answer to show a newcomer: an EXAMPLES question's cached run with the default
+    knobs (None when it has not run yet: the page never starts a run for it). Only those: any
+    other question's run is a measurement its learners see after answering, never on the
+    home page (app/reveal.py)."""
     for slug, reading in EXAMPLES.items():
         question = get_published(db_session=db_session, slug=slug)
         run = _cached_default_run(db_session, question) if question is not None else None
         if question is not None and run is not None:
-            result = verify.result_of(run)
+            result = verify_results.result_of(run)
             if result is not None and result.outcome == "ok":
                 return VerifyExample(question.slug, question.title, run.id, result, reading)
-    row = db_session.execute(
-        select(Run, Question).join(Question, Question.current_revision_id == Run.question_revision_id)
-        .where(Run.status == RUN_DONE, Run.priority == PRIORITY_SHARED, Run.live.is_(True),
-               Question.status == STATUS_PUBLISHED, Question.type != "exercise")
-        .order_by(Run.finished_at.desc()).limit(1)).first()
-    if row is None:
-        return None
-    run, question = row
-    result = verify.result_of(run)
-    if result is None or result.outcome != "ok" or not any(r.values for r in result.ranks):
-        return None
-    return VerifyExample(question.slug, question.title, run.id, result)
+    return None

@@ -1,4 +1,5 @@
-"""The progress dashboard: today's panel, one topic table (mastery now, on the interview date,
+"""The home page (today's work, or for a newcomer what DDP Drill is) and the progress
+dashboard: today's panel, one topic table (mastery now, on the interview date,
 with the plan, due) with one chart by round, accuracy and days practised."""
 
 from __future__ import annotations
@@ -12,10 +13,33 @@ from fastapi.responses import RedirectResponse, Response
 from app.deps import CSRF, ClockDep, CurrentLearner, FormDep, SessionDep, is_htmx
 from app.mock import service as mock
 from app.progress import service as progress
+from app.questions import service as questions
 from app.render.charts import Bar, bar_chart, heatmap, line_chart
+from app.review.mastery import mastery_by_topic
 from app.templating import templates
 
 router = APIRouter(include_in_schema=False)
+
+
+@router.get("/")
+def home(request: Request, db_session: SessionDep, learner_id: CurrentLearner,
+         clock: ClockDep) -> Response:
+    """Today first: what is due, the plan's day, the streak and one Start button; a newcomer
+    gets one sentence, a measured example of Verify and the DDP round instead."""
+    summaries = questions.topic_summaries(db_session=db_session)
+    today = progress.today(db_session=db_session, learner_id=learner_id, now=clock.now())
+    mastery = (mastery_by_topic(db_session=db_session, learner_id=learner_id,
+                                         now=clock.now()) if not today.newcomer else {})
+    rounds = questions.topic_rounds(summaries)
+    return templates.TemplateResponse(request, "progress/home.html", {
+        "t": today, "rounds": rounds, "total": sum(s.count for s in summaries),
+        "round_mastery": {r.slug: _mean_mastery(r, mastery) for r in rounds},
+        "example": progress.verify_example(db_session=db_session) if today.newcomer else None})
+
+
+def _mean_mastery(r: questions.RoundGroups, mastery: dict[str, float]) -> float:
+    n = sum(t.count for t in r.topics)
+    return sum(mastery.get(t.topic.slug, 0.0) * t.count for t in r.topics) / n if n else 0.0
 
 
 def charts(d: progress.Dashboard) -> dict[str, Any]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,14 +16,15 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from app.questions.binding import key_binding_problems
 from app.questions.facts import FACTS_FILE, FactsDoc
-from app.questions.schema import FieldError, QuestionDoc, TopicDoc, key_binding_problems
+from app.questions.schema import FieldError, QuestionDoc, RightSolution, TopicDoc, WrongSolution
 from app.verify.engine.forbid import CHECKS_MARK
 
 TOPIC_FILE = "_topic.yaml"
 # A question file larger than this is almost certainly a mistake (a pasted log).
 MAX_FILE_BYTES = 256 * 1024
-# libyaml's safe loader when PyYAML was built with it: ten times faster, same nodes and marks.
+# libyaml's safe loader when PyYAML was built with it: much faster, same nodes and marks.
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
@@ -93,7 +95,7 @@ def _line_of(node: yaml.Node | None, loc: tuple[int | str, ...]) -> int | None:
 
 def _author_loc(loc: tuple[int | str, ...]) -> tuple[int | str, ...]:
     """The location as the author wrote it: without pydantic's tag for the kind of trace."""
-    if len(loc) > 1 and loc[0] == "trace" and loc[1] in ("rank_events", "buckets"):
+    if len(loc) > 1 and loc[0] == "trace" and loc[1] in ("rank_events", "buckets", "artifact"):
         return loc[:1] + loc[2:]
     return loc
 
@@ -231,16 +233,19 @@ def load_question_file(
             errors.append(BankError(rel, "exercise.harness",
                                     f"must not contain the line {CHECKS_MARK.strip()!r}: it marks "
                                     "where the checks start", _line_of(node, ("exercise", "harness"))))
-        wrong = []
-        for i, w in enumerate(ex.wrong):
-            wrong_loc: tuple[int | str, ...] = ("exercise", "wrong", i, "file")
-            if w.code is not None:
-                errors.append(BankError(rel, _field_name(("exercise", "wrong", i, "code")),
-                                        "is read from the file named beside it; do not write it",
-                                        _line_of(node, ("exercise", "wrong", i))))
-            code = _exercise_file(path, root, w.file, wrong_loc, node, errors)
-            wrong.append(w.model_copy(update={"code": code}))
-        exercise_files["wrong"] = wrong
+        solutions: list[tuple[str, Sequence[WrongSolution | RightSolution]]] = [
+            ("wrong", ex.wrong), ("right", ex.right)]
+        for kind, listed in solutions:
+            loaded = []
+            for i, w in enumerate(listed):
+                where: tuple[int | str, ...] = ("exercise", kind, i, "file")
+                if w.code is not None:
+                    errors.append(BankError(rel, _field_name(("exercise", kind, i, "code")),
+                                            "is read from the file named beside it; do not write it",
+                                            _line_of(node, ("exercise", kind, i))))
+                code = _exercise_file(path, root, w.file, where, node, errors)
+                loaded.append(w.model_copy(update={"code": code}))
+            exercise_files[kind] = loaded
     if errors:
         return None, errors
     if doc.exercise is not None:
@@ -342,8 +347,8 @@ def dump_question_yaml(doc: QuestionDoc) -> str:
         # The codes live in their own files (write_bank), as the author wrote them.
         data["exercise"].pop("solution_code", None)
         data["exercise"].pop("harness_code", None)
-        for wrong in data["exercise"].get("wrong", []):
-            wrong.pop("code", None)
+        for solution in [*data["exercise"].get("wrong", []), *data["exercise"].get("right", [])]:
+            solution.pop("code", None)
     return yaml.dump(
         data, Dumper=_BlockDumper, sort_keys=False, allow_unicode=True, width=100
     )
@@ -376,7 +381,7 @@ def write_bank(
         ex = doc.exercise
         if ex is not None:
             files = [(ex.solution, ex.solution_code), (ex.harness, ex.harness_code),
-                     *((w.file, w.code) for w in ex.wrong)]
+                     *((w.file, w.code) for w in ex.wrong), *((r.file, r.code) for r in ex.right)]
             for file_name, code in files:
                 if file_name is not None and code is not None:
                     (folder / file_name).write_text(code, encoding="utf-8")

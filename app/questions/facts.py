@@ -81,6 +81,11 @@ six sample questions — and the facts the bank measures beyond them, with the q
 that cover each. Facts carry over; sentences do not — every question is written
 from scratch.
 
+The last part maps the two public problem sets candidates practise with — Sasha Rush's
+LLM-training puzzles and the training and GPU chapters of "How to Scale Your Model" —
+problem by problem to the questions and exercises that cover each, and says which are
+not covered or only planned.
+
 A slug in **bold** measures the fact: one of its expectations names the fact's id
 (`verify.expect[i].facts`), runs on real gloo ranks in `ddpdrill bank verify`, and
 fails if torch behaves otherwise. Plain slugs cover the fact in the prompt,

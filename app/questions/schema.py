@@ -8,11 +8,10 @@ exporter writes them back, so a round trip changes nothing.
 from __future__ import annotations
 
 import itertools
-import json
 import math
 import re
 import string
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextvars import ContextVar
 from typing import Annotated, Any, Literal, get_args
 
@@ -29,6 +28,8 @@ from pydantic import (
 # app.questions.variants (templates, Jinja2's sandbox) is imported inside the functions that
 # handle a question with variables: Jinja2 loads then and only then, so workers and
 # `bank verify` over plain questions start without it.
+from app.questions.values import TEMPLATED_CHECK_FIELDS, describe_variant, same_value
+from app.verify.engine.artifacts import RankArtifact
 from app.verify.engine.forbid import FORBIDDABLE
 
 SLUG_RE = r"^[a-z0-9]+(?:-[a-z0-9]+)*$"
@@ -72,30 +73,9 @@ KnobValue = bool | int | float | str | list[Any]
 TemplatedValue = Annotated[str, Field(pattern=r"^\s*\{\{[\s\S]*\}\}\s*$")]
 # What an omitted `equals` of an is_answer value check stands for: the variant's formula value.
 FROM_FORMULA = "(the formula's value)"
-# Fields of the checks that may hold a "{{ expression }}" in a question with variables.
-TEMPLATED_CHECK_FIELDS = {"value": ("equals",), "collectives": ("count", "at_least", "at_most"),
-                          "bytes": ("equals", "at_most", "at_least")}
 # Names of the question's variables while its document is validated, so that its verify
 # block accepts `when` conditions on them (QuestionDoc._with_variables sets it).
 _VARIABLE_NAMES: ContextVar[frozenset[str]] = ContextVar("variable_names", default=frozenset())
-
-
-def show_value(value: Any) -> str:
-    """A variable's value as a variant's name shows it: strings bare, the rest as JSON."""
-    return value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
-
-
-def describe_variant(index: int, params: dict[str, Any]) -> str:
-    """`variant 2 (world_size=4, tensor_mb=800)`: how every message names a variant."""
-    inner = ", ".join(f"{k}={show_value(v)}" for k, v in params.items())
-    return f"variant {index} ({inner})" if inner else f"variant {index}"
-
-
-def same_value(a: Any, b: Any) -> bool:
-    """Equal as allowed values are: True is not 1, 2.0 is 2."""
-    if isinstance(a, bool) or isinstance(b, bool):
-        return type(a) is type(b) and a == b
-    return bool(a == b)
 
 
 class FieldError(ValueError):
@@ -153,6 +133,19 @@ class NumericAnswer(Strict):
         assert self.value is not None, "render the variant first: a formula has no value"
         diff = abs(x - self.value)
         return diff <= self.abs_tol or diff <= self.rel_tol * abs(self.value) or diff == 0
+
+
+def tolerance_text(doc: QuestionDoc) -> str:
+    """How close a numeric answer must be, in words."""
+    ans = doc.answer
+    if ans is None:
+        return ""
+    parts = []
+    if ans.abs_tol:
+        parts.append(f"±{ans.abs_tol:g}{(' ' + ans.unit) if ans.unit else ''}")
+    if ans.rel_tol:
+        parts.append(f"±{ans.rel_tol * 100:g}%")
+    return " or ".join(parts) if parts else "exact"
 
 
 class TraceStep(Strict):
@@ -221,7 +214,37 @@ class BucketTrace(Strict):
     source: TraceSource = TraceSource()
 
 
-Trace = Annotated[RankEventsTrace | BucketTrace, Field(discriminator="kind")]
+class ArtifactTrace(Strict):
+    """Evidence a snippet produced with torch's own tools — a profiler trace, a flight-recorder
+    dump, a memory account — kept per rank as the run result carries it (`artifact(name, ...)`
+    in the snippet, `ranks[].artifacts[name]` in the result), and drawn by the same code."""
+
+    kind: Literal["artifact"]
+    caption: str = ""
+    # The name the snippet gave it: Verify's run shows the artifact of this name.
+    name: str = Field(min_length=1, max_length=200)
+    ranks: list[RankArtifact] = Field(min_length=1, max_length=MAX_WORLD_SIZE)
+    source: TraceSource = TraceSource()
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> ArtifactTrace:
+        kinds = {r.artifact.kind for r in self.ranks}
+        if len(kinds) > 1:
+            raise FieldError("ranks", f"every rank's artifact has one kind; got {', '.join(sorted(kinds))}")
+        seen = [r.rank for r in self.ranks]
+        if len(set(seen)) != len(seen):
+            raise FieldError("ranks", "a rank appears twice")
+        return self
+
+    @property
+    def artifact_kind(self) -> str:
+        return self.ranks[0].artifact.kind
+
+    def of_rank(self, rank: int) -> RankArtifact | None:
+        return next((r for r in self.ranks if r.rank == rank), None)
+
+
+Trace = Annotated[RankEventsTrace | BucketTrace | ArtifactTrace, Field(discriminator="kind")]
 
 
 class Knob(Strict):
@@ -247,12 +270,17 @@ class ValueCheck(Strict):
     # checks who omits it).
     equals: Any = FROM_FORMULA
     reference: bool = False
+    # With reference: true, compare with what the reference run reported under this other name
+    # (DDP's gradients, say, computed beside the reference solution's own).
+    reference_name: str | None = Field(default=None, min_length=1)
     tol: float = Field(default=1e-6, ge=0)
 
     @model_validator(mode="after")
     def _one_target(self) -> ValueCheck:
         if self.reference and "equals" in self.model_fields_set:
             raise FieldError("equals", "a value check has equals or reference: true, not both")
+        if self.reference_name is not None and not self.reference:
+            raise FieldError("reference_name", "reference_name goes with reference: true")
         return self
 
 
@@ -266,6 +294,9 @@ class CollectivesCheck(Strict):
     at_most: Annotated[int, Field(ge=0)] | TemplatedValue | None = None
     iteration: int | None = None
     source: Literal["snippet", "torch", "any"] = "any"
+    # Only the calls whose peer (a global rank) is, or is not, the rank's neighbour in a ring:
+    # `next` is (rank + 1) mod N, `previous` (rank - 1) mod N.
+    peer: Literal["next", "previous", "not_next", "not_previous"] | None = None
 
     @model_validator(mode="after")
     def _one_bound(self) -> CollectivesCheck:
@@ -281,7 +312,8 @@ class RatioTo(Strict):
 
 
 class BytesCheck(Strict):
-    """What a rank sent on gloo's sockets (bytes_sent), or its ratio to another rank's."""
+    """What a rank sent on gloo's sockets (bytes_sent), or its ratio to another rank's, or (an
+    exercise) at most a multiple of what the reference solution sent on that rank."""
 
     rank: int | Literal["all"] = 0
     equals: float | TemplatedValue | None = None
@@ -290,16 +322,50 @@ class BytesCheck(Strict):
     at_most: float | TemplatedValue | None = None
     at_least: float | TemplatedValue | None = None
     ratio_to: RatioTo | None = None
+    # Exercises: at most this many times the reference solution's bytes on the same rank in
+    # the same run (plus `slack` bytes: gloo's headers of a few more messages).
+    at_most_reference: float | None = Field(default=None, gt=0)
+    slack: int = Field(default=4096, ge=0)
 
     @model_validator(mode="after")
     def _one_bound(self) -> BytesCheck:
-        given = [n for n in ("equals", "at_most", "at_least") if getattr(self, n) is not None]
+        given = [n for n in ("equals", "at_most", "at_least", "at_most_reference")
+                 if getattr(self, n) is not None]
         if len(given) != 1:
-            raise ValueError(f"a bytes check needs exactly one of equals, at_most, at_least; "
-                             f"got {given or 'none'}")
+            raise ValueError(f"a bytes check needs exactly one of equals, at_most, at_least, "
+                             f"at_most_reference; got {given or 'none'}")
         if self.ratio_to is not None and self.equals is None:
             raise FieldError("ratio_to", "ratio_to compares with equals (and tol)")
         return self
+
+
+class MemoryCheck(Strict):
+    """Exercises: the learner process's memory at the checks program's marks (mark_memory),
+    measured by the driver from outside, is at most `at_most` bytes above what it held before
+    the learner's code ran. The marks must fall where the reference solution's fell (after as
+    many collectives), or the check fails: a mark is only evidence at its place."""
+
+    rank: int | Literal["all"] = "all"
+    mark: str = Field(min_length=1)
+    at_most: int = Field(gt=0)
+
+
+class MarksCheck(Strict):
+    """Exercises: the checks program's marks named `mark` (mark_memory) came, on each target
+    rank, after exactly as many collectives as the reference solution's did: the learner's
+    code called what the checks hand it between the same collectives (a pipeline stage that
+    computes a micro-batch only after handing the previous one on)."""
+
+    rank: int | Literal["all"] = "all"
+    mark: str = Field(min_length=1)
+
+
+class FilesCheck(Strict):
+    """Exercises with `shared_folder: true`: how many files a rank's learner process left in
+    the folder the ranks share (counted by the driver, by owner)."""
+
+    rank: int | Literal["all"] = "all"
+    count: int = Field(ge=0)
 
 
 class BlockedCheck(Strict):
@@ -340,6 +406,17 @@ class BucketOverlapCheck(Strict):
     buckets: list[int] = Field(min_length=1)
 
 
+class ArtifactCheck(Strict):
+    """The run's artifact of this name is, on these ranks, the one the question's trace keeps:
+    equal in everything that does not change from run to run (its `signature`: the order of a
+    profile's spans on the main thread and its collectives, a dump's entries, a memory
+    account's rows), so the trace a learner reads is what the snippet produces."""
+
+    name: str = Field(min_length=1)
+    rank: int | Literal["all"] = "all"
+    matches_trace: Literal[True] = True
+
+
 class Expectation(Strict):
     """One declarative check on a measured run; exactly one check field is set.
 
@@ -368,11 +445,16 @@ class Expectation(Strict):
     bucket_overlap: BucketOverlapCheck | None = None
     collectives: CollectivesCheck | None = None
     bytes: BytesCheck | None = None
+    artifact: ArtifactCheck | None = None
+    memory: MemoryCheck | None = None
+    marks: MarksCheck | None = None
+    files: FilesCheck | None = None
 
     @model_validator(mode="after")
     def _exactly_one(self) -> Expectation:
         names = ("value", "outcome", "blocked", "error", "bucket_count", "bucket_order",
-                 "bucket_overlap", "collectives", "bytes")
+                 "bucket_overlap", "collectives", "bytes", "artifact", "memory", "marks",
+                 "files")
         set_ = [n for n in names if getattr(self, n) is not None]
         if len(set_) != 1:
             raise ValueError(f"an expectation needs exactly one of {', '.join(names)}; got {set_ or 'none'}")
@@ -481,6 +563,15 @@ class WrongSolution(Strict):
     code: str | None = None
 
 
+class RightSolution(Strict):
+    """Another right solution, written differently from the reference (its state in a
+    dataclass, another loop shape): the gate proves the checks accept it."""
+
+    file: str = Field(pattern=SNIPPET_FILE_RE)
+    why: str = Field(min_length=1)
+    code: str | None = None
+
+
 class ExerciseBlock(Strict):
     """What makes a question an exercise: the learner edits the starter (verify.snippet)
     until every check in verify.expect passes on every audited knob combination.
@@ -495,9 +586,14 @@ class ExerciseBlock(Strict):
     # namespace: it calls what the learner wrote and reports what the checks read.
     harness: str | None = Field(default=None, pattern=SNIPPET_FILE_RE)
     hints: list[Annotated[str, Field(min_length=1)]] = Field(default=[], max_length=MAX_HINTS)
-    # Collectives that raise ForbiddenCollective while learner code runs.
+    # Collectives the driver refuses to perform for the learner's process: the call raises
+    # ForbiddenCollective where the learner's code made it.
     forbid: list[str] = []
     wrong: list[WrongSolution] = []
+    right: list[RightSolution] = []
+    # The ranks' learner processes share one folder (the checks get its path as
+    # `shared_folder`); otherwise each has only its own.
+    shared_folder: bool = False
     solution_code: str | None = None
     harness_code: str | None = None
 
@@ -526,8 +622,8 @@ class VariantsBlock(Strict):
         return self
 
 
-class CasePart(Strict):
-    """One part of a case: a single, multi or numeric question under the case's scenario."""
+class CaseBranch(Strict):
+    """One version of a case part: a single, multi or numeric question under the scenario."""
 
     prompt: str = Field(min_length=1)
     type: PartType
@@ -535,6 +631,60 @@ class CasePart(Strict):
     answer: NumericAnswer | None = None
     explanation: str = Field(min_length=1)
     explained: dict[str, str] = {}
+
+
+class CasePart(Strict):
+    """One part of a case: a question of its own (prompt, type, choices or answer,
+    explanation), or, with `depends_on`, one version per choice of an earlier single-answer
+    part, the learner's pick there deciding which version they are asked (`branches`)."""
+
+    prompt: str | None = Field(default=None, min_length=1)
+    type: PartType | None = None
+    choices: list[Choice] = []
+    answer: NumericAnswer | None = None
+    explanation: str | None = Field(default=None, min_length=1)
+    explained: dict[str, str] = {}
+    # The index of the earlier part whose chosen key picks the version of this one.
+    depends_on: int | None = Field(default=None, ge=0)
+    branches: dict[str, CaseBranch] = {}
+
+    @model_validator(mode="after")
+    def _one_shape(self) -> CasePart:
+        if self.depends_on is None and not self.branches:
+            for name in ("prompt", "type", "explanation"):
+                if getattr(self, name) is None:
+                    raise FieldError(name, "Field required")
+            return self
+        if self.depends_on is None:
+            raise FieldError("depends_on", "a part with branches says which earlier part's "
+                                           "choice picks its version (depends_on)")
+        if not self.branches:
+            raise FieldError("branches", "a part with depends_on has one version per choice of "
+                                         "that part (branches)")
+        for name in ("prompt", "type", "answer", "explanation"):
+            if getattr(self, name) is not None:
+                raise FieldError(name, f"a part with branches has no {name} of its own: each "
+                                       "branch carries it")
+        for name in ("choices", "explained"):
+            if getattr(self, name):
+                raise FieldError(name, f"a part with branches has no {name} of its own: each "
+                                       "branch carries them")
+        return self
+
+    def versions(self) -> list[tuple[str | None, CaseBranch]]:
+        """(the earlier choice's key, the version) for each version; (None, itself) for a part
+        without branches."""
+        if not self.branches:
+            assert self.prompt is not None and self.type is not None and self.explanation is not None
+            return [(None, CaseBranch(prompt=self.prompt, type=self.type, choices=self.choices,
+                                      answer=self.answer, explanation=self.explanation,
+                                      explained=self.explained))]
+        return list(self.branches.items())
+
+    @property
+    def part_type(self) -> PartType:
+        """How the part is answered, the same in every version."""
+        return self.versions()[0][1].type
 
 
 def _keyed(choices: list[Choice]) -> list[Choice]:
@@ -548,7 +698,7 @@ def _first_error(exc: ValidationError) -> tuple[tuple[str | int, ...], str]:
     """The first problem of a validation error: where (as the author wrote it) and what."""
     err = exc.errors()[0]
     loc = tuple(err["loc"])
-    if len(loc) > 1 and loc[0] == "trace" and loc[1] in ("rank_events", "buckets"):
+    if len(loc) > 1 and loc[0] == "trace" and loc[1] in ("rank_events", "buckets", "artifact"):
         loc = loc[:1] + loc[2:]  # pydantic's tag for the kind of trace, which authors never write
     cause = err.get("ctx", {}).get("error")
     if isinstance(cause, FieldError):
@@ -624,6 +774,7 @@ class QuestionDoc(Strict):
                     raise FieldError(("verify", "expect", i, "value", "reference"),
                                      "reference: true compares with an exercise's reference "
                                      "solution; a question has none")
+        self._artifacts_bound()
         fmt = self.effective_format
         if self.type == "trace":
             if self.answer_format is None:
@@ -635,6 +786,26 @@ class QuestionDoc(Strict):
             raise FieldError("answer_format", "answer_format is only for type: trace")
         _check_answer(fmt, self.choices, self.answer)
         return self
+
+    def _artifacts_bound(self) -> None:
+        """An `artifact` check compares with the trace of its name; a measured artifact trace
+        needs such a check, so `bank verify` proves the snippet still produces it."""
+        trace = self.trace if isinstance(self.trace, ArtifactTrace) else None
+        checks = [(i, e.artifact) for i, e in enumerate(self.verify.expect if self.verify else [])
+                  if e.artifact is not None]
+        for i, check in checks:
+            if trace is None or trace.name != check.name:
+                raise FieldError(("verify", "expect", i, "artifact", "name"),
+                                 f"expect[{i}] compares artifact {check.name!r} with the trace, but the "
+                                 "trace is not an artifact of that name")
+            if isinstance(check.rank, int) and trace.of_rank(check.rank) is None:
+                raise FieldError(("verify", "expect", i, "artifact", "rank"),
+                                 f"the trace keeps no artifact of rank {check.rank}")
+        if trace is not None and trace.source.kind == "measured" and not any(
+                c.name == trace.name for _, c in checks):
+            raise FieldError(("trace", "source", "kind"),
+                             f"a measured artifact trace needs an expectation `artifact: {{name: "
+                             f"{trace.name}}}` that compares it with the run (under verify.expect)")
 
     def _consistent_exercise(self) -> QuestionDoc:
         if self.exercise is None:
@@ -663,6 +834,16 @@ class QuestionDoc(Strict):
                 raise FieldError(("exercise", "wrong", i, "file"),
                                  f"wrong solution {w.file!r} is also the starter, the solution, "
                                  "the harness or another wrong solution")
+        wrong = [w.file for w in self.exercise.wrong]
+        for i, r in enumerate(self.exercise.right):
+            if r.file in names or r.file in wrong or r.file in [x.file for x in self.exercise.right[:i]]:
+                raise FieldError(("exercise", "right", i, "file"),
+                                 f"right solution {r.file!r} is also the starter, the solution, "
+                                 "the harness, a wrong solution or another right solution")
+        for i, e in enumerate(self.verify.expect):
+            if e.files is not None and not self.exercise.shared_folder:
+                raise FieldError(("verify", "expect", i),
+                                 f"expect[{i}]: a files check needs exercise.shared_folder: true")
         return self
 
     def _no_key_fields(self, what: str) -> None:
@@ -680,16 +861,41 @@ class QuestionDoc(Strict):
             raise FieldError("parts", f"a case has {MIN_CASE_PARTS} to {MAX_CASE_PARTS} parts, "
                                       f"has {len(self.parts)}")
         for j, part in enumerate(self.parts):
-            loc: tuple[str | int, ...] = ("parts", j)
-            try:
-                _check_answer(part.type, part.choices, part.answer)
-            except FieldError as exc:
-                raise FieldError((*loc, *exc.loc), str(exc)) from None
-            keys = {c.key for c in _keyed(part.choices)}
-            for key in part.explained:
-                if key not in keys:
-                    raise FieldError((*loc, "explained", key), f"explained names no choice {key!r}")
+            if part.branches:
+                self._check_branching(j, part)
+            for key, version in part.versions():
+                loc: tuple[str | int, ...] = ("parts", j) if key is None else ("parts", j, "branches", key)
+                try:
+                    _check_answer(version.type, version.choices, version.answer)
+                except FieldError as exc:
+                    raise FieldError((*loc, *exc.loc), str(exc)) from None
+                keys = {c.key for c in _keyed(version.choices)}
+                for name in version.explained:
+                    if name not in keys:
+                        raise FieldError((*loc, "explained", name), f"explained names no choice {name!r}")
         return self
+
+    def _check_branching(self, j: int, part: CasePart) -> None:
+        """A part that depends on an earlier choice: one version per choice of an earlier
+        single-answer part without branches of its own, all answered the same way."""
+        assert part.depends_on is not None
+        k = part.depends_on
+        if k >= j:
+            raise FieldError(("parts", j, "depends_on"), f"part {j} can depend only on an earlier "
+                                                         f"part (0 to {j - 1}), not on part {k}")
+        earlier = self.parts[k]
+        if earlier.branches or earlier.type != "single":
+            raise FieldError(("parts", j, "depends_on"), f"part {k} must be a single-answer part "
+                                                         "without branches of its own")
+        keys = [c.key for c in _keyed(earlier.choices)]
+        if set(part.branches) != set(keys):
+            raise FieldError(("parts", j, "branches"),
+                             f"one branch per choice of part {k} ({', '.join(keys)}); has "
+                             f"{', '.join(part.branches) or 'none'}")
+        types = {b.type for b in part.branches.values()}
+        if len(types) > 1:
+            raise FieldError(("parts", j, "branches"), "every branch of a part is answered the same "
+                                                       f"way (one type); found {', '.join(sorted(types))}")
 
     def _consistent_talk(self) -> QuestionDoc:
         self._no_key_fields("a talk-through")
@@ -704,8 +910,11 @@ class QuestionDoc(Strict):
     def _assign_keys(self) -> QuestionDoc:
         if self.choices and not self.choices[0].key:
             object.__setattr__(self, "choices", _keyed(self.choices))
-        if any(p.choices and not p.choices[0].key for p in self.parts):
-            parts = [p.model_copy(update={"choices": _keyed(p.choices)}) for p in self.parts]
+        if any(v.choices and not v.choices[0].key for p in self.parts for _, v in p.versions()):
+            parts = [p.model_copy(update={
+                "choices": _keyed(p.choices),
+                "branches": {k: b.model_copy(update={"choices": _keyed(b.choices)})
+                             for k, b in p.branches.items()}}) for p in self.parts]
             object.__setattr__(self, "parts", parts)
         return self
 
@@ -843,6 +1052,9 @@ class QuestionDoc(Strict):
         for j, part in enumerate(self.parts):
             if part.answer is not None:
                 yield ("parts", j, "answer"), part.answer
+            for key, branch in part.branches.items():
+                if branch.answer is not None:
+                    yield ("parts", j, "branches", key, "answer"), branch.answer
 
     def _all_choices(self) -> Iterator[tuple[tuple[str | int, ...], Choice]]:
         for i, c in enumerate(self.choices):
@@ -850,6 +1062,9 @@ class QuestionDoc(Strict):
         for j, part in enumerate(self.parts):
             for i, c in enumerate(part.choices):
                 yield ("parts", j, "choices", i), c
+            for key, branch in part.branches.items():
+                for i, c in enumerate(branch.choices):
+                    yield ("parts", j, "branches", key, "choices", i), c
 
     def _data(self) -> dict[str, Any]:
         return self.model_dump(mode="json", exclude_defaults=True, exclude={"snippet_text"})
@@ -903,13 +1118,32 @@ class QuestionDoc(Strict):
             return self
         return self._render(params)
 
-    def part(self, j: int) -> QuestionDoc:
-        """Part j of a case as a question of the part's type, graded as one (of a rendered case)."""
+    def part(self, j: int, earlier: Sequence[Any] = ()) -> QuestionDoc:
+        """Part j of a case as a question of the part's type, graded as one (of a rendered case).
+
+        `earlier` holds the answers given to parts 0 to j − 1 (normalised: a key for a
+        single-answer part); a part that depends on an earlier choice is the version that
+        choice picked. Raises ValueError when that answer is missing."""
         if self.type != "case":
             raise ValueError(f"a {self.type} question has no parts")
         if self.variables:
             raise ValueError("render the variant first: this case's parts are templates")
         p = self.parts[j]
+        if p.branches:
+            assert p.depends_on is not None
+            picked = earlier[p.depends_on] if p.depends_on < len(earlier) else None
+            if not isinstance(picked, str) or picked not in p.branches:
+                raise ValueError(f"part {j} follows the choice made in part {p.depends_on}; "
+                                 "answer that part first")
+            return self._part_doc(p.branches[picked])
+        return self._part_doc(p.versions()[0][1])
+
+    def part_versions(self, j: int) -> list[tuple[str | None, QuestionDoc]]:
+        """Every version of part j as a question: (the earlier choice that picks it, the part);
+        one (None, part) for a part without branches."""
+        return [(key, self._part_doc(version)) for key, version in self.parts[j].versions()]
+
+    def _part_doc(self, p: CaseBranch) -> QuestionDoc:
         return QuestionDoc.model_validate({
             "slug": self.slug, "topic": self.topic, "title": self.title, "tags": self.tags,
             "difficulty": self.difficulty, "type": p.type, "prompt": p.prompt,
@@ -952,6 +1186,8 @@ def _distinct_choices(doc: QuestionDoc) -> None:
 
     groups: list[tuple[tuple[str | int, ...], list[Choice]]] = [(("choices",), doc.choices)]
     groups += [(("parts", j, "choices"), p.choices) for j, p in enumerate(doc.parts)]
+    groups += [(("parts", j, "branches", k, "choices"), b.choices)
+               for j, p in enumerate(doc.parts) for k, b in p.branches.items()]
     for loc, choices in groups:
         seen: dict[str, str] = {}
         for c in choices:
@@ -1000,108 +1236,3 @@ class TopicDoc(Strict):
     # The interview round a candidate would meet the topic in: the home page and the quiz
     # builder list topics by round first, then by group.
     round: TopicRound = "ddp"
-
-
-def _in_variant(exp: Expectation, verify: VerifyBlock) -> bool:
-    """False when the check's `when` names a variable whose value this variant does not have."""
-    return all(same_value(verify.params[k], v) for k, v in exp.when.items()
-               if k in verify.params and k not in verify.knobs)
-
-
-def measured_key(exp: Expectation) -> float | None:
-    """The number an is_answer check says the key is: a value check's one number, a
-    collectives check's count or a bytes check's equals (None for any other check)."""
-    if exp.value is not None:
-        equals = exp.value.equals
-        return float(equals) if isinstance(equals, int | float) and not isinstance(equals, bool) else None
-    if exp.collectives is not None and isinstance(exp.collectives.count, int):
-        return float(exp.collectives.count)
-    if exp.bytes is not None and isinstance(exp.bytes.equals, int | float):
-        return float(exp.bytes.equals)
-    return None
-
-
-def key_binding_problems(doc: QuestionDoc) -> list[FieldError]:
-    """Where the answer key and the expectations disagree, or a choice is left unaccounted for.
-
-    Static: it reads the document only. With every expectation passing on a real run
-    (the gate), an empty list means the key is what torch measured. A question with
-    variables is checked variant by variant; each problem names the first variant it is in.
-    """
-    if doc.verify is None or doc.is_exercise:
-        return []
-    if doc.variables:
-        seen: set[tuple[tuple[str | int, ...], str]] = set()
-        found: list[FieldError] = []
-        for i in range(doc.variant_count):
-            for p in key_binding_problems(doc.render(i)):
-                # The rendered key's value is the template's formula.
-                loc = ("answer", "formula") if p.loc == ("answer", "value") else p.loc
-                if (loc, str(p)) not in seen:
-                    seen.add((loc, str(p)))
-                    found.append(FieldError(loc, f"{describe_variant(i, doc.variant_params(i))}: {p}"))
-        return found
-    problems: list[FieldError] = []
-    verify = doc.verify
-    # In a variant, only the checks of that variant bind its key.
-    expect = [(i, e) for i, e in enumerate(verify.expect) if _in_variant(e, verify)]
-    if doc.effective_format == "numeric":
-        assert doc.answer is not None and doc.answer.value is not None
-        answers = [(i, e) for i, e in expect if e.is_answer]
-        if not answers:
-            problems.append(FieldError(("verify", "expect"),
-                                       "a measured numeric question needs an expectation with "
-                                       "is_answer: true (the key is the measured value)"))
-        for i, e in answers:
-            measured = measured_key(e)
-            if measured is None:
-                problems.append(FieldError(("verify", "expect", i, "is_answer"),
-                                           f"expect[{i}] is_answer needs a value check of one number, "
-                                           "a collectives check with count or a bytes check with equals"))
-            elif not doc.answer.accepts(measured):
-                problems.append(FieldError(
-                    ("answer", "value"),
-                    f"the key {doc.answer.value:g} disagrees with expect[{i}], which measures "
-                    f"{measured:g}"))
-        for i, e in expect:
-            if e.supports or e.rules_out:
-                problems.append(FieldError(("verify", "expect", i),
-                                           f"expect[{i}]: a numeric question has no choices to support"))
-        return problems
-    keys = {c.key for c in doc.choices}
-    correct = set(doc.correct_keys)
-    supported: set[str] = set()
-    ruled_out: set[str] = set()
-    for i, e in expect:
-        if e.is_answer:
-            problems.append(FieldError(("verify", "expect", i, "is_answer"),
-                                       f"expect[{i}]: is_answer is for numeric questions"))
-        for field_name, named in (("supports", e.supports), ("rules_out", e.rules_out)):
-            for key in named:
-                if key not in keys:
-                    problems.append(FieldError(("verify", "expect", i, field_name),
-                                               f"expect[{i}].{field_name} names no choice {key!r}"))
-        for key in e.supports:
-            if key in keys and key not in correct:
-                problems.append(FieldError(
-                    ("verify", "expect", i, "supports"),
-                    f"expect[{i}] ({e.label!r}) supports choice {key}, but the key marks it wrong"))
-        for key in e.rules_out:
-            if key in correct:
-                problems.append(FieldError(
-                    ("verify", "expect", i, "rules_out"),
-                    f"expect[{i}] ({e.label!r}) rules out choice {key}, but the key marks it right"))
-        supported.update(e.supports)
-        ruled_out.update(e.rules_out)
-    for key in doc.explained:
-        if key not in keys:
-            problems.append(FieldError(("explained", key), f"explained names no choice {key!r}"))
-    for key in sorted(correct - supported - set(doc.explained)):
-        problems.append(FieldError(
-            "choices", f"choice {key} is marked right but no expectation supports it "
-                       "(add it to an expectation's supports, or explain it under explained)"))
-    for key in sorted(keys - correct - ruled_out - set(doc.explained)):
-        problems.append(FieldError(
-            "choices", f"choice {key} is marked wrong but no expectation rules it out "
-                       "(add it to an expectation's rules_out, or explain it under explained)"))
-    return problems

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from app.questions.schema import BucketTrace, KnobValue, QuestionDoc, RankEventsTrace
-from app.quizzes.grading import tolerance_text
+from app.questions.schema import BucketTrace, KnobValue, QuestionDoc, RankEventsTrace, tolerance_text
 
 
 class ChoiceOut(BaseModel):
@@ -54,9 +54,10 @@ class PartOut(BaseModel):
     tolerance: str | None = None
 
 
-def part_out(doc: QuestionDoc, j: int) -> PartOut:
-    """Part j of a rendered case as it is asked."""
-    part = doc.part(j)
+def part_out(doc: QuestionDoc, j: int, earlier: Sequence[Any] = ()) -> PartOut:
+    """Part j of a rendered case as it is asked (after `earlier`, the answers to the parts
+    before it, which pick the version of a part that depends on an earlier choice)."""
+    part = doc.part(j, earlier)
     fmt = part.effective_format
     assert fmt in ("single", "multi", "numeric")
     numeric = fmt == "numeric"
@@ -104,11 +105,12 @@ def asked_fields(doc: QuestionDoc, *, variant: int, variant_count: int,
         "tolerance": tolerance_text(doc) if numeric else None, "trace": doc.trace}
     state = state or {}
     if doc.is_case:
-        answered = len(state.get("parts", []))
+        given = list(state.get("parts", []))
+        answered = len(given)
         following = answered if answered < len(doc.parts) else None
         shown = answered + (1 if following is not None else 0)
         out.update(part_count=len(doc.parts), next_part=following,
-                   parts=[part_out(doc, j) for j in range(shown)])
+                   parts=[part_out(doc, j, given) for j in range(shown)])
     if doc.is_talk and "text" in state:
         out.update(written_text=state["text"], model_answer=doc.model_answer,
                    rubric=list(doc.rubric))

@@ -34,9 +34,9 @@ class ImportReport:
         )
 
 
-# Parsed documents by content hash: a revision never changes, and validating its JSON
-# again on every answer cost about a tenth of a millisecond each time (three times per
-# answer). Equal hashes mean equal documents, whichever database they came from.
+# Parsed documents by content hash: a revision never changes, and an answer would otherwise
+# validate its JSON again several times. Equal hashes mean equal documents, whichever
+# database they came from.
 _DOCS: dict[str, QuestionDoc] = {}
 _DOCS_MAX = 1024
 
@@ -89,10 +89,9 @@ def revision_variant(*, revision: QuestionRevision, variant: int) -> QuestionDoc
 class PublishedQuestion:
     """A published question as a learner answers it: its current revision's id and document.
 
-    What every answer reads first. Loading the Question and its revision through the ORM
-    (two statements, the revision's whole JSON parsed again although its document is
-    cached) cost about 0.6 ms of the answer's Python; this is one prebuilt statement,
-    and the revision's content is read only when its document is not cached yet.
+    What every answer reads first: one prebuilt statement, where the ORM would load the
+    Question and its revision in two and parse the revision's whole JSON again; the
+    revision's content is read only when its document is not cached yet.
     """
 
     id: int
@@ -282,6 +281,12 @@ def get_published(*, db_session: Session, slug: str) -> Question | None:
     if question is None or question.status != STATUS_PUBLISHED or question.current_revision is None:
         return None
     return question
+
+
+# The home page shows a newcomer a real run of these questions, values and all: so they are
+# kept out of quizzes, mock interviews and class assignments (app/reveal.py's one
+# exception: their measurement is public).
+SAMPLE_SLUGS = frozenset({"averaged-gradient-two-ranks"})
 
 
 def list_published(

@@ -35,7 +35,8 @@ from jinja2.environment import Template
 from jinja2.parser import Parser
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-from app.questions.schema import TEMPLATED_CHECK_FIELDS, describe_variant, same_value
+from app.planner.formulas import BANK_FUNCTIONS as PLANNER_FUNCTIONS
+from app.questions.values import TEMPLATED_CHECK_FIELDS, describe_variant, same_value
 
 Loc = tuple[str | int, ...]
 
@@ -43,7 +44,7 @@ Loc = tuple[str | int, ...]
 # every multiplication and power cheap (9**9**9 is refused before it is computed).
 MAX_INT_BITS = 64
 # A string counts its characters, a list its elements plus theirs: enough for any
-# computed text or per-rank table, small enough that copying one costs microseconds.
+# computed text or per-rank table, small enough that copying one is cheap.
 MAX_VALUE_SIZE = 10_000
 # `range` builds a list: at most this many numbers.
 MAX_RANGE = 1_000
@@ -234,6 +235,28 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "log2": _number_args("log2", math.log2), "log10": _number_args("log10", math.log10),
     "sum": _sum, "len": len, "range": _range, "int": _convert(int), "float": _convert(float),
 }
+
+
+def _planner_function(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+    """One of the planner's formulas as a template function: numbers, booleans and strings
+    in, and a wrong argument is the author's error, in their words."""
+    @wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        for a in [*args, *kwargs.values()]:
+            if not isinstance(a, int | float | str):
+                raise TemplateProblem(f"{name} takes numbers, true/false and strings, not "
+                                      f"{type(a).__name__}")
+        try:
+            return fn(*args, **kwargs)
+        except (TypeError, ValueError) as exc:
+            raise TemplateProblem(f"{name}: {exc}") from None
+    return call
+
+
+# The planner's formulas, by the names in app.planner.formulas.BANK_FUNCTIONS: a computed
+# question whose arithmetic the planner covers calls them (docs/question-format.md, "The
+# planner's functions"), so its key is the planner's answer.
+FUNCTIONS.update({name: _planner_function(name, fn) for name, fn in PLANNER_FUNCTIONS.items()})
 _FUNCTION_IDS = frozenset(id(f) for f in FUNCTIONS.values())
 
 
@@ -566,6 +589,82 @@ def evaluate(source: str, values: dict[str, Any]) -> Any:
     return compile_expression(source).run(values)
 
 
+# ------------------------------------------------------------------ arithmetic forms
+
+# An expression's arithmetic in a canonical form, for rules about what a formula computes
+# (app.questions.covered): ("c", number), ("n", name), ("sum", terms), ("prod", factors),
+# ("inv", x), ("call", name, args), ("other",). Sums and products are flattened and their
+# terms sorted, a division is a product with the divisor inverted, and constants are kept as
+# written (6 * n * d keeps its 6).
+Canon = tuple[Any, ...]
+OTHER: Canon = ("other",)
+
+
+def _canon_key(c: Canon) -> str:
+    return repr(c)
+
+
+def _canon_sum(terms: list[Canon]) -> Canon:
+    flat: list[Canon] = []
+    for t in terms:
+        flat.extend(t[1] if t[0] == "sum" else (t,))
+    return ("sum", tuple(sorted(flat, key=_canon_key)))
+
+
+def _canon_prod(factors: list[Canon]) -> Canon:
+    flat: list[Canon] = []
+    for f in factors:
+        flat.extend(f[1] if f[0] == "prod" else (f,))
+    return ("prod", tuple(sorted(flat, key=_canon_key)))
+
+
+def _canon_inv(c: Canon) -> Canon:
+    if c[0] == "prod":
+        return _canon_prod([_canon_inv(f) for f in c[1]])
+    if c[0] == "inv":
+        return c[1]
+    return ("inv", c)
+
+
+def _canon_neg(c: Canon) -> Canon:
+    return ("c", -c[1]) if c[0] == "c" else _canon_prod([("c", -1), c])
+
+
+def _canon(node: nodes.Node) -> Canon:
+    if isinstance(node, nodes.Const) and isinstance(node.value, int | float) and not isinstance(
+            node.value, bool):
+        return ("c", node.value)
+    if isinstance(node, nodes.Name):
+        return ("n", node.name)
+    if isinstance(node, nodes.Add):
+        return _canon_sum([_canon(node.left), _canon(node.right)])
+    if isinstance(node, nodes.Sub):
+        return _canon_sum([_canon(node.left), _canon_neg(_canon(node.right))])
+    if isinstance(node, nodes.Mul):
+        return _canon_prod([_canon(node.left), _canon(node.right)])
+    if isinstance(node, nodes.Div):
+        return _canon_prod([_canon(node.left), _canon_inv(_canon(node.right))])
+    if isinstance(node, nodes.Neg):
+        return _canon_neg(_canon(node.node))
+    if isinstance(node, nodes.Pos):
+        return _canon(node.node)
+    if isinstance(node, nodes.Call) and isinstance(node.node, nodes.Name):
+        return ("call", node.node.name, tuple(_canon(a) for a in node.args))
+    return OTHER
+
+
+def arithmetic_forms(source: str) -> list[Canon]:
+    """The canonical form of an expression and of each expression inside it (empty if it does
+    not parse: compile_expression reports that)."""
+    _parse_guard(source)
+    try:
+        tree = Parser(_ENV, source, state="variable").parse_expression()
+    except Exception:
+        return []
+    forms = [_canon(node) for node in [tree, *tree.find_all(nodes.Expr)]]
+    return [c for c in forms if c != OTHER]
+
+
 # ------------------------------------------------------------------ variants
 
 # Combinations beyond this are not enumerated to apply `exclude`: such a question must
@@ -695,6 +794,11 @@ def sites(data: dict[str, Any]) -> Iterator[Site]:
         if isinstance(part, dict):
             yield from _text_sites(part, ("parts", j), ("prompt", "explanation"))
             yield from _choice_sites(part, ("parts", j))
+            branches = part.get("branches")
+            for key, branch in branches.items() if isinstance(branches, dict) else ():
+                if isinstance(branch, dict):
+                    yield from _text_sites(branch, ("parts", j, "branches", key), ("prompt", "explanation"))
+                    yield from _choice_sites(branch, ("parts", j, "branches", key))
     verify = data.get("verify")
     for i, exp in enumerate(verify.get("expect") or [] if isinstance(verify, dict) else []):
         if not isinstance(exp, dict):

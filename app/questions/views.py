@@ -1,6 +1,5 @@
-"""Learner pages: the home page (today's work, or for a newcomer what DDP Drill is), the
-topics by interview round with the quiz builder, and a topic's questions (practising them
-is app.quizzes)."""
+"""Learner pages: the topics by interview round with the quiz builder, and a topic's
+questions (practising them is app.quizzes; the home page is app.progress's)."""
 
 from __future__ import annotations
 
@@ -10,9 +9,8 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
 from sqlalchemy.orm import Session
 
-from app.deps import ClockDep, CurrentLearner, SessionDep
+from app.deps import SessionDep
 from app.errors import NotFound
-from app.progress import service as progress
 from app.questions import service
 from app.questions.schema import QUESTION_TYPES, QUIZ_TYPES
 from app.templating import templates
@@ -25,27 +23,6 @@ def builder_context(db_session: Session) -> dict[str, Any]:
     summaries = service.topic_summaries(db_session=db_session)
     return {"summaries": summaries, "rounds": service.topic_rounds(summaries),
             "total": sum(s.count for s in summaries), "types": QUIZ_TYPES}
-
-
-@router.get("/")
-def home(request: Request, db_session: SessionDep, learner_id: CurrentLearner,
-         clock: ClockDep) -> Response:
-    """Today first: what is due, the plan's day, the streak and one Start button; a newcomer
-    gets one sentence, a measured example of Verify and the DDP round instead."""
-    summaries = service.topic_summaries(db_session=db_session)
-    today = progress.today(db_session=db_session, learner_id=learner_id, now=clock.now())
-    mastery = (progress.mastery_by_topic(db_session=db_session, learner_id=learner_id,
-                                         now=clock.now()) if not today.newcomer else {})
-    rounds = service.topic_rounds(summaries)
-    return templates.TemplateResponse(request, "questions/home.html", {
-        "t": today, "rounds": rounds, "total": sum(s.count for s in summaries),
-        "round_mastery": {r.slug: _mean_mastery(r, mastery) for r in rounds},
-        "example": progress.verify_example(db_session=db_session) if today.newcomer else None})
-
-
-def _mean_mastery(r: service.RoundGroups, mastery: dict[str, float]) -> float:
-    n = sum(t.count for t in r.topics)
-    return sum(mastery.get(t.topic.slug, 0.0) * t.count for t in r.topics) / n if n else 0.0
 
 
 @router.get("/topics")

@@ -5,10 +5,17 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Header
+from fastapi import APIRouter, Header, Request
 from fastapi.responses import JSONResponse, Response
 
-from app.deps import API_BUSY, API_ERROR, ClockDep, CurrentLearner, SessionDep, commits_in_view
+from app.deps import (
+    API_BUSY,
+    API_ERROR,
+    ClockDep,
+    CurrentLearner,
+    SessionDep,
+    client_ip,
+)
 from app.questions.schema import QuestionDoc
 from app.questions.schemas import part_out
 from app.quizzes.grading import correct_answer, grade
@@ -26,8 +33,8 @@ from app.quizzes.service import (
 router = APIRouter(prefix="/api/v1", tags=["attempts"], responses=API_BUSY)
 
 
-def _part_grade(doc: QuestionDoc, j: int, answer: Any) -> PartGradeOut:
-    part = doc.part(j)
+def _part_grade(doc: QuestionDoc, j: int, answer: Any, earlier: list[Any]) -> PartGradeOut:
+    part = doc.part(j, earlier)
     g = grade(part, answer)
     return PartGradeOut(part=j, score=g.score, correct=g.correct, answer=g.answer,
                         correct_answer=correct_answer(part), explanation=part.explanation)
@@ -38,10 +45,11 @@ def _graded_out(doc: QuestionDoc, *, attempt_id: int, variant: int, score: float
     """A whole answer, graded: now the key, the explanation (and a case's parts, a talk-through's
     model answer and rubric) may be sent."""
     out = AttemptOut(attempt_id=attempt_id, variant=variant, score=score, correct=correct,
-                     answer=answer, correct_answer=correct_answer(doc),
+                     answer=answer, correct_answer=correct_answer(doc, answer),
                      explanation=doc.explanation, first_submission=first)
     if doc.is_case and isinstance(answer, dict):
-        out.parts = [_part_grade(doc, j, a) for j, a in enumerate(answer.get("parts", []))]
+        given = list(answer.get("parts", []))
+        out.parts = [_part_grade(doc, j, a, given[:j]) for j, a in enumerate(given)]
     if doc.is_talk and isinstance(answer, dict):
         out.model_answer, out.rubric = doc.model_answer, list(doc.rubric)
         out.ticked = list(answer.get("ticked", []))
@@ -55,10 +63,11 @@ def _step_out(stepped: Stepped) -> AttemptOut:
     out = AttemptOut(attempt_id=None, variant=stepped.variant, complete=False, score=None,
                      correct=None, answer=None, correct_answer=None, explanation=None)
     if doc.is_case and stepped.part is not None and stepped.part_grade is not None:
-        out.part = _part_grade(doc, stepped.part, stepped.part_grade.answer)
+        given = list(stepped.state.get("parts", []))
+        out.part = _part_grade(doc, stepped.part, stepped.part_grade.answer, given[:stepped.part])
         following = stepped.part + 1
         if following < len(doc.parts):
-            out.next_part = part_out(doc, following)
+            out.next_part = part_out(doc, following, given)
     if doc.is_talk:
         out.model_answer, out.rubric = doc.model_answer, list(doc.rubric)
     return out
@@ -70,9 +79,8 @@ def _step_out(stepped: Stepped) -> AttemptOut:
                               "answer, with 409), or a step out of turn."},
                         422: {"description": "Not an answer to this question, or no such "
                                              "variant or part."}})
-@commits_in_view
 def post_attempt(
-    slug: str, body: AttemptIn, db_session: SessionDep, learner_id: CurrentLearner,
+    slug: str, body: AttemptIn, request: Request, db_session: SessionDep, learner_id: CurrentLearner,
     clock: ClockDep, idempotency_key: Annotated[str | None, Header(max_length=64)] = None,
 ) -> AttemptOut | Response:
     """Grade an answer to one variant and schedule its review card. Replaying the same
@@ -93,7 +101,7 @@ def post_attempt(
             stepped = answer_step(db_session=db_session, learner_id=learner_id, question=question,
                                   variant=variant, part=body.part, raw=body.answer,
                                   token=idempotency_key, confidence=body.confidence,
-                                  now=clock.now())
+                                  now=clock.now(), client_ip=client_ip(request))
             if stepped.attempt is None or stepped.grade is None:
                 return _step_out(stepped)
             g = stepped.grade
@@ -102,7 +110,8 @@ def post_attempt(
         attempt, g = answer_question(
             db_session=db_session, learner_id=learner_id, question=question,
             raw_answer=body.answer, token=idempotency_key, time_taken_ms=body.time_taken_ms,
-            confidence=body.confidence, now=clock.now(), variant=variant)
+            confidence=body.confidence, now=clock.now(), variant=variant,
+            client_ip=client_ip(request))
     except AlreadyAnswered as exc:
         a = exc.attempt
         out = _graded_out(attempt_doc(db_session, a), attempt_id=a.id, variant=a.variant,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,6 +17,10 @@ MULTI_RULE = (
 # A talk-through's written answer is kept for the learner to reread, not graded: this much
 # covers a five-minute spoken answer.
 MAX_TALK_BYTES = 8 * 1024
+# Ticking a talk-through's rubric takes a written answer of real length: at least this many
+# words and this many letters and digits (an empty or one-line answer could tick every move).
+MIN_TALK_WORDS = 12
+MIN_TALK_CHARS = 60
 # A talk-through counts as answered well when the learner made this share of the moves.
 TALK_CORRECT_SHARE = 0.8
 
@@ -67,7 +72,10 @@ def normalise_answer(doc: QuestionDoc, raw: Any) -> Any:
     if doc.is_exercise:
         raise InvalidAnswer("an exercise is answered by running your code on its page")
     if doc.is_case:
-        return {"parts": [normalise_answer(doc.part(j), a) for j, a in enumerate(_case_parts(doc, raw))]}
+        done: list[Any] = []
+        for j, a in enumerate(_case_parts(doc, raw)):
+            done.append(normalise_answer(doc.part(j, done), a))
+        return {"parts": done}
     if doc.is_talk:
         return _normalise_talk(doc, raw)
     fmt = doc.effective_format
@@ -140,21 +148,38 @@ def _normalise_talk(doc: QuestionDoc, raw: Any) -> dict[str, Any]:
         raise InvalidAnswer(f"the rubric has moves 0 to {len(doc.rubric) - 1}")
     if len(set(ticked)) != len(ticked):
         raise InvalidAnswer("a move was ticked twice")
+    if ticked and not real_talk(text):
+        raise InvalidAnswer(TALK_TOO_SHORT, loc=("answer", "text"))
     return {"text": text, "ticked": sorted(ticked)}
 
 
-def grade_part(doc: QuestionDoc, j: int, raw: Any) -> Grade:
-    """Grade one part of a case (of a rendered variant), as a question of the part's type."""
+TALK_TOO_SHORT = (f"the written answer (text) needs at least {MIN_TALK_WORDS} words and "
+                  f"{MIN_TALK_CHARS} letters: say what you would do, then tick the moves you made")
+
+
+def real_talk(text: str) -> bool:
+    """Whether a talk-through's written answer is long enough to tick its rubric against."""
+    return (len(text.split()) >= MIN_TALK_WORDS
+            and sum(c.isalnum() for c in text) >= MIN_TALK_CHARS)
+
+
+def grade_part(doc: QuestionDoc, j: int, raw: Any, earlier: Sequence[Any] = ()) -> Grade:
+    """Grade one part of a case (of a rendered variant), as a question of the part's type;
+    `earlier` are the answers to the parts before it, which pick the version of a part that
+    depends on an earlier choice."""
     _concrete(doc)
     if not doc.is_case or not 0 <= j < len(doc.parts):
         raise InvalidAnswer(f"no part {j} to answer")
-    return grade(doc.part(j), raw)
+    return grade(doc.part(j, earlier), raw)
 
 
 def grade_parts(doc: QuestionDoc, raw: Any) -> list[Grade]:
     """Every part of a case graded, in order: what the case's score is the mean of."""
     _concrete(doc)
-    return [grade(doc.part(j), a) for j, a in enumerate(_case_parts(doc, raw))]
+    grades: list[Grade] = []
+    for j, a in enumerate(_case_parts(doc, raw)):
+        grades.append(grade(doc.part(j, [g.answer for g in grades]), a))
+    return grades
 
 
 def grade(doc: QuestionDoc, raw: Any) -> Grade:
@@ -185,14 +210,21 @@ def grade(doc: QuestionDoc, raw: Any) -> Grade:
     return Grade(1.0 if ok else 0.0, ok, answer)
 
 
-def correct_answer(doc: QuestionDoc) -> Any:
+def correct_answer(doc: QuestionDoc, given: Any = None) -> Any:
     """The answer key in the same shape answers take (None for an exercise or a talk-through:
-    they have no key; a case's is `{"parts": [key, ...]}`)."""
+    they have no key; a case's is `{"parts": [key, ...]}`). A part that depends on an earlier
+    choice gives the key of the version the learner's answer (`given`, `{"parts": [...]}`)
+    picked, or without one the version the key itself picks."""
     _concrete(doc)
     if doc.is_exercise or doc.is_talk:
         return None
     if doc.is_case:
-        return {"parts": [correct_answer(doc.part(j)) for j in range(len(doc.parts))]}
+        picked = given.get("parts") if isinstance(given, dict) else None
+        keys: list[Any] = []
+        for j in range(len(doc.parts)):
+            path = picked[:j] if isinstance(picked, list) and len(picked) >= j else keys
+            keys.append(correct_answer(doc.part(j, path)))
+        return {"parts": keys}
     fmt = doc.effective_format
     if fmt == "single":
         return doc.correct_keys[0]
@@ -200,16 +232,3 @@ def correct_answer(doc: QuestionDoc) -> Any:
         return doc.correct_keys
     assert doc.answer is not None
     return doc.answer.value
-
-
-def tolerance_text(doc: QuestionDoc) -> str:
-    """How close a numeric answer must be, in words."""
-    ans = doc.answer
-    if ans is None:
-        return ""
-    parts = []
-    if ans.abs_tol:
-        parts.append(f"±{ans.abs_tol:g}{(' ' + ans.unit) if ans.unit else ''}")
-    if ans.rel_tol:
-        parts.append(f"±{ans.rel_tol * 100:g}%")
-    return " or ".join(parts) if parts else "exact"

@@ -65,12 +65,17 @@ class Attempt(Base):
     # The learner's own "guessing" / "unsure" / "sure", if they gave one (CONFIDENCE_LEVELS).
     confidence: Mapped[str | None] = mapped_column(String(8))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    # When an anonymous identity's answer was moved into a learner account at sign-up or
+    # sign-in (app.learners.service.move_history): the learner's history, never a class's work
+    # (signed out, one could answer in several anonymous windows and sign in from the best).
+    claimed_at: Mapped[datetime | None] = mapped_column(default=None)
 
     # Beyond (learner, question), what a class page reads of each attempt it finds (when,
-    # which variant, the score), so its thousands of lookups read no attempt's row
-    # (app.classes.service._question_work; migration classes_0011).
+    # which variant, the score, whether a live mock interview or a claim holds it back), so
+    # its thousands of lookups read no attempt's row (app.classes.class_page._question_work;
+    # migrations classes_0011, doors_0015).
     __table_args__ = (Index("ix_attempts_learner_question_time", "learner_id", "question_id",
-                            "created_at", "variant", "score"),)
+                            "created_at", "variant", "score", "quiz_item_id", "claimed_at"),)
 
 
 CONFIDENCE_LEVELS = ("guessing", "unsure", "sure")
@@ -86,7 +91,8 @@ class PartialAnswer(Base):
     The server keeps it so that the order holds whatever the client sends: part 2 is
     refused before part 1, and neither a later part's text nor the model answer is sent
     before its turn. When the last step arrives it becomes an Attempt and this row goes.
-    One per learner, question and slot (a quiz item, or SLOT_STANDALONE).
+    One per learner and question (app.quizzes.service.partial_answer finds it whatever the
+    slot); `slot` is where it was begun (a quiz item, or SLOT_STANDALONE).
     """
 
     __tablename__ = "partial_answers"

@@ -15,10 +15,11 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
+from app import reveal
 from app.errors import NotFound
 from app.questions import service as questions_service
 from app.questions.models import QuestionRevision
-from app.questions.schema import QuestionDoc
+from app.questions.schema import QuestionDoc, tolerance_text
 from app.questions.service import PublishedQuestion
 from app.quizzes import service
 from app.quizzes.grading import (
@@ -28,7 +29,6 @@ from app.quizzes.grading import (
     correct_answer,
     grade,
     parse_number,
-    tolerance_text,
 )
 from app.quizzes.models import Attempt
 
@@ -77,6 +77,8 @@ class PartView:
     score: float
     correct: bool
     key: Any
+    # The earlier part whose choice picked this part's version (None: the part has one version).
+    follows: int | None = None
 
     @property
     def fmt(self) -> str:
@@ -88,27 +90,36 @@ class PartView:
 
 
 def part_views(doc: QuestionDoc, answers: list[Any]) -> list[PartView]:
-    """The answered parts of a (rendered) case, each graded against its own key."""
+    """The answered parts of a (rendered) case, each graded against its own key (a part that
+    depends on an earlier choice: the version that choice picked)."""
     views = []
     for j, answer in enumerate(answers[: len(doc.parts)]):
-        part = doc.part(j)
+        part = doc.part(j, answers[:j])
         g = grade(part, answer)
-        views.append(PartView(j, part, g.answer, g.score, g.correct, correct_answer(part)))
+        views.append(PartView(j, part, g.answer, g.score, g.correct, correct_answer(part),
+                              doc.parts[j].depends_on))
     return views
 
 
-def step_context(doc: QuestionDoc, state: dict[str, Any] | None) -> dict[str, Any]:
+def step_context(doc: QuestionDoc, state: dict[str, Any] | None,
+                 withheld: bool = False) -> dict[str, Any]:
     """A case or talk-through under way: the parts answered (graded) and the next part's
     form, or the written text and the rubric to tick. Nothing of a later part, nor the model
-    answer before the text is written."""
+    answer before the text is written. `withheld` (the one rule, app/reveal.py): the parts
+    answered without their grades and keys, and nothing to answer."""
     state = state or {}
+    if withheld:
+        return {"case_parts": part_views(doc, list(state.get("parts", []))) if doc.is_case else [],
+                "case_total": len(doc.parts), "case_next": None, "withheld": reveal.WITHHELD}
     if doc.is_case:
-        done = part_views(doc, list(state.get("parts", [])))
+        answers = list(state.get("parts", []))
+        done = part_views(doc, answers)
         ctx: dict[str, Any] = {"case_parts": done, "case_total": len(doc.parts),
                                "case_next": len(done) if len(done) < len(doc.parts) else None}
         if ctx["case_next"] is not None:
-            part = doc.part(ctx["case_next"])
+            part = doc.part(ctx["case_next"], answers)
             ctx.update(part_doc=part, part_fmt=part.effective_format,
+                       part_follows=doc.parts[ctx["case_next"]].depends_on,
                        part_tolerance=tolerance_text(part) if part.effective_format == "numeric" else "")
         return ctx
     if doc.is_talk:
@@ -123,8 +134,11 @@ def graded_context(
 
     `typed` is the text the learner sent, when it was just sent: a number typed with a
     comma is graded as the page then says (1,75 -> 1.75)."""
-    ctx = {**question_context(doc), "graded": True, "answer": answer, "score": score,
-           "correct": correct, "key": correct_answer(doc), "reading": _reading(doc, typed)}
+    # The variant stays the caller's (the one answered): the Verify panel swapped in with the
+    # verdict runs that variant, never variant 0 in its place.
+    shown = {k: v for k, v in question_context(doc).items() if k not in ("variant", "variant_count")}
+    ctx = {**shown, "graded": True, "answer": answer, "score": score,
+           "correct": correct, "key": correct_answer(doc, answer), "reading": _reading(doc, typed)}
     if doc.is_case and isinstance(answer, dict):
         ctx["case_parts"] = part_views(doc, list(answer.get("parts", [])))
         ctx["case_total"] = len(doc.parts)
@@ -141,9 +155,22 @@ def attempt_doc(db_session: Session, attempt: Attempt) -> QuestionDoc:
     return questions_service.revision_variant(revision=revision, variant=attempt.variant)
 
 
-def attempt_context(db_session: Session, attempt: Attempt, *, variant_count: int = 1) -> dict[str, Any]:
-    """The graded state of a stored attempt, against the key of the variant it answered."""
+def withheld_context(doc: QuestionDoc, *, variant: int, variant_count: int) -> dict[str, Any]:
+    """A question of the learner's live mock interview, anywhere but in that interview: asked,
+    never graded, keyed or explained, and not answered here (app/reveal.py)."""
+    return {**question_context(doc, variant=variant, variant_count=variant_count),
+            "withheld": reveal.WITHHELD}
+
+
+def attempt_context(db_session: Session, attempt: Attempt, *, now: datetime,
+                    variant_count: int = 1, sight: reveal.Sight | None = None) -> dict[str, Any]:
+    """The graded state of a stored attempt, against the key of the variant it answered; while
+    its question is in the learner's live mock interview, the question with the grade, key and
+    explanation withheld (the one rule)."""
     doc = attempt_doc(db_session, attempt)
+    sight = sight or reveal.sight(db_session=db_session, learner_id=attempt.learner_id, now=now)
+    if sight.withheld(attempt.question_id):
+        return withheld_context(doc, variant=attempt.variant, variant_count=variant_count)
     return {**graded_context(doc, attempt.answer, attempt.score, attempt.correct),
             "variant": attempt.variant, "variant_count": variant_count}
 
@@ -180,7 +207,7 @@ def read_step(form: Any, doc: QuestionDoc) -> tuple[int | None, Any]:
     {"text": ...} then {"ticked": [...]} for a talk-through."""
     if doc.is_case:
         part = _small_int(form.get("part"))
-        fmt = doc.part(part).effective_format if part is not None and part < len(doc.parts) else "single"
+        fmt = doc.parts[part].part_type if part is not None and part < len(doc.parts) else "single"
         return part, read_answer(form, fmt)[0]
     if form.get("step") == "ticks":
         ticked = [_small_int(v) if _small_int(v) is not None else v
@@ -240,12 +267,17 @@ def shown_variant(db_session: Session, question: PublishedQuestion, learner_id: 
 
 
 def standalone_context(db_session: Session, question: PublishedQuestion, learner_id: str,
-                       variant: int) -> dict[str, Any]:
+                       variant: int, *, now: datetime) -> dict[str, Any]:
     """A standalone question page before answering: the variant, and for a case or talk-through
-    the steps taken so far (on the revision and variant they were taken on)."""
+    the steps taken so far (on the revision and variant they were taken on). A question of the
+    learner's live mock interview is answered there, not here: it shows that, and no grade."""
     count = question.doc.variant_count
     doc = question.variant(variant)
     ctx = question_context(doc, variant=variant, variant_count=count)
+    withheld = reveal.in_live_mock(db_session=db_session, learner_id=learner_id,
+                                   question_id=question.id, now=now) is not None
+    if withheld:
+        ctx["withheld"] = reveal.WITHHELD
     if doc.is_case or doc.is_talk:
         partial = service.partial_answer(db_session=db_session, learner_id=learner_id,
                                          question_id=question.id)
@@ -254,14 +286,14 @@ def standalone_context(db_session: Session, question: PublishedQuestion, learner
             assert revision is not None
             doc = questions_service.revision_variant(revision=revision, variant=partial.variant)
             ctx = question_context(doc, variant=partial.variant, variant_count=count)
-        ctx.update(step_context(doc, partial.state if partial is not None else None))
+        ctx.update(step_context(doc, partial.state if partial is not None else None, withheld))
     return ctx
 
 
 def answer_standalone(
     *, db_session: Session, question: PublishedQuestion, learner_id: str, raw: Any,
     token: str | None, confidence: Any, now: datetime, predicting: bool = False,
-    variant: int = 0, part: int | None = None,
+    variant: int = 0, part: int | None = None, client_ip: str | None = None,
 ) -> Answered:
     """Grade a standalone answer to one variant (the question page, or the Review page) and
     schedule its card; for a case or talk-through, take one step of it.
@@ -279,18 +311,21 @@ def answer_standalone(
     doc = question.variant(variant)
     if doc.is_case or doc.is_talk:
         return _step_standalone(db_session, question, learner_id, raw, token, confidence, now,
-                                variant, part)
+                                variant, part, client_ip)
     try:
         _attempt, grade = service.answer_question(
             db_session=db_session, learner_id=learner_id, question=question, raw_answer=raw,
             token=token, time_taken_ms=time_taken_ms(token),
-            confidence=service.clean_confidence(confidence), now=now, variant=variant)
+            confidence=service.clean_confidence(confidence), now=now, variant=variant,
+            client_ip=client_ip)
         return Answered({**graded_context(doc, grade.answer, grade.score, grade.correct, raw),
                          "variant": variant, "variant_count": count}, 200)
     except service.AlreadyAnswered as exc:
-        ctx = attempt_context(db_session, exc.attempt, variant_count=count)
+        ctx = attempt_context(db_session, exc.attempt, now=now, variant_count=count)
         ctx["notice"] = "This answer was already submitted; the first submission counts."
         return Answered(ctx, 409)
+    except (reveal.InLiveMock, reveal.NotDrawn) as exc:
+        return _refused(db_session, question, learner_id, exc, confidence, now)
     except InvalidAnswer as exc:
         message = f"Predict first: {exc}." if predicting else str(exc)
         return Answered({**question_context(doc, variant=variant, variant_count=count),
@@ -298,22 +333,35 @@ def answer_standalone(
                          "previous": raw, "previous_confidence": confidence}, 422)
 
 
+def _refused(db_session: Session, question: PublishedQuestion, learner_id: str,
+             exc: reveal.InLiveMock | reveal.NotDrawn, confidence: Any, now: datetime) -> Answered:
+    """An answer refused by the rule (a live mock's question, another variant than the drawn
+    one): the question again as drawn for the learner, unanswered, with the reason (409)."""
+    variant = shown_variant(db_session, question, learner_id)
+    ctx = standalone_context(db_session, question, learner_id, variant, now=now)
+    ctx.update(token=new_form_token(), notice=str(exc), previous_confidence=confidence)
+    return Answered(ctx, 409)
+
+
 def _step_standalone(
     db_session: Session, question: PublishedQuestion, learner_id: str, raw: Any,
     token: str | None, confidence: Any, now: datetime, variant: int, part: int | None,
+    client_ip: str | None = None,
 ) -> Answered:
     count = question.doc.variant_count
     try:
         stepped = service.answer_step(
             db_session=db_session, learner_id=learner_id, question=question, variant=variant,
             part=part, raw=raw, token=token, confidence=service.clean_confidence(confidence),
-            now=now)
+            now=now, client_ip=client_ip)
     except service.AlreadyAnswered as exc:
-        ctx = attempt_context(db_session, exc.attempt, variant_count=count)
+        ctx = attempt_context(db_session, exc.attempt, now=now, variant_count=count)
         ctx["notice"] = "This answer was already submitted; the first submission counts."
         return Answered(ctx, 409)
+    except (reveal.InLiveMock, reveal.NotDrawn) as exc:
+        return _refused(db_session, question, learner_id, exc, confidence, now)
     except (service.OutOfTurn, InvalidAnswer) as exc:
-        ctx = standalone_context(db_session, question, learner_id, variant)
+        ctx = standalone_context(db_session, question, learner_id, variant, now=now)
         # A fresh token: the refused step stored nothing, and the next try is a new submission.
         ctx.update(token=new_form_token(), previous=raw if isinstance(exc, InvalidAnswer) else None,
                    previous_confidence=confidence)

@@ -18,8 +18,9 @@ class AttemptIn(BaseModel):
     )
     variant: int | None = Field(
         default=None, ge=0, le=1000,
-        description="The variant answered (as GET /api/v1/questions/{slug} gave it); default: "
-                    "the one drawn for you now. The grade and key are that variant's.")
+        description="The variant answered: the one drawn for you now, as GET "
+                    "/api/v1/questions/{slug} gives it (the default); another is refused with "
+                    "409 naming the drawn one. The grade and key are that variant's.")
     part: int | None = Field(
         default=None, ge=0, le=100,
         description="A case's part this answers (0 first); parts are answered in order.")

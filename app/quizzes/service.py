@@ -10,18 +10,31 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import bindparam, func, insert, select
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from app.accounts.models import Learner
+from app import ratelimit, reveal
+from app.accounts.service import ensure_learner
 from app.db import utcnow
 from app.errors import Conflict, InvalidInput, NotFound
 from app.questions.models import Question, QuestionRevision, Topic
 from app.questions.schema import QuestionDoc
-from app.questions.service import PublishedQuestion, list_published, revision_doc, revision_variant
-from app.quizzes.grading import Grade, InvalidAnswer, grade, grade_part, normalise_answer
+from app.questions.service import (
+    SAMPLE_SLUGS,
+    PublishedQuestion,
+    list_published,
+    revision_doc,
+    revision_variant,
+)
+from app.quizzes.grading import (
+    TALK_TOO_SHORT,
+    Grade,
+    InvalidAnswer,
+    grade,
+    grade_part,
+    normalise_answer,
+    real_talk,
+)
 from app.quizzes.models import (
     CONFIDENCE_LEVELS,
     SLOT_STANDALONE,
@@ -116,30 +129,44 @@ def drawn_variant(*, db_session: Session, learner_id: str, question_id: int, cou
                         answered=answered, last=last)
 
 
-def answered_variant(*, db_session: Session, learner_id: str, question_id: int,
-                     variant: int) -> bool:
-    """True once this learner has answered this variant of the question (its key may be shown)."""
-    return db_session.scalar(
-        select(Attempt.id).where(Attempt.learner_id == learner_id,
-                                 Attempt.question_id == question_id,
-                                 Attempt.variant == variant).limit(1)
-    ) is not None
+# A warm-up (the first question of a newcomer's round) is one of these: answered with one
+# click or a number, checked by Verify, and no harder than this.
+WARM_UP_TYPES = ("single", "multi", "numeric", "trace")
+WARM_UP_MAX_DIFFICULTY = 2
+# It is drawn from this many of the shortest candidates, so that the question and its Submit
+# fit one phone screen and two newcomers need not meet the same one.
+WARM_UP_SHORTEST = 3
 
 
-_LEARNER_EXISTS = select(Learner.id).where(Learner.id == bindparam("learner_id"))
-# ON CONFLICT DO NOTHING: a learner's first two requests may arrive together (PostgreSQL
-# runs them at once); both must find the row afterwards, neither may fail.
-_NEW_LEARNER = {
-    "sqlite": sqlite_insert(Learner).on_conflict_do_nothing(index_elements=[Learner.id]),
-    "postgresql": pg_insert(Learner).on_conflict_do_nothing(index_elements=[Learner.id]),
-}
+def _text_length(question: Question) -> float:
+    """About how tall the question stands on a phone, in characters of prompt: a choice's text
+    wraps in a narrower box than the prompt's, and each choice is a box of its own."""
+    content = question.current_revision.content if question.current_revision is not None else {}
+    choices = content.get("choices") or []
+    return len(str(content.get("prompt", ""))) + sum(
+        1.5 * len(str(c.get("text", ""))) + 60 for c in choices)
 
 
-def ensure_learner(*, db_session: Session, learner_id: str) -> None:
-    """Make the learner's row on first sight (an answer or a quiz refers to it)."""
-    conn = db_session.connection()
-    if conn.execute(_LEARNER_EXISTS, {"learner_id": learner_id}).first() is None:
-        conn.execute(_NEW_LEARNER[conn.dialect.name], {"id": learner_id, "created_at": utcnow()})
+def warm_up(*, db_session: Session, learner_id: str, topics: list[str], groups: list[list[str]],
+            pool: list[Question], rng: random.Random) -> Question | None:
+    """The question a newcomer to these topics starts on: runnable (Verify runs its snippet),
+    of difficulty 1 (else 2), among the shortest, from the round's core: the first of its
+    `groups` of topics (in the bank's order) that has such a question. None for a learner who
+    has answered any question of `topics` before, or when no question qualifies."""
+    seen = db_session.scalar(
+        select(Attempt.id).join(Question, Question.id == Attempt.question_id)
+        .where(Attempt.learner_id == learner_id, Question.topic.in_(topics)).limit(1))
+    if seen is not None:
+        return None
+    runnable = [q for q in pool if q.has_snippet and q.type in WARM_UP_TYPES
+                and q.difficulty <= WARM_UP_MAX_DIFFICULTY]
+    fits = next(([q for q in runnable if q.topic in group] for group in groups
+                 if any(q.topic in group for q in runnable)), [])
+    if not fits:
+        return None
+    easiest = min(q.difficulty for q in fits)
+    shortest = sorted((q for q in fits if q.difficulty == easiest), key=_text_length)
+    return rng.choice(shortest[:WARM_UP_SHORTEST])
 
 
 def start_quiz(
@@ -152,20 +179,34 @@ def start_quiz(
     types: list[str] | None = None,
     rng: random.Random | None = None,
     only: set[int] | None = None,
+    client_ip: str | None = None,
+    groups: list[list[str]] | None = None,
 ) -> Quiz:
     """A new quiz of up to `count` random published questions (of these formats, if given;
-    of these question ids, if `only`), pinned to their current revisions."""
+    of these question ids, if `only`), pinned to their current revisions. From a request
+    (`client_ip`) it counts against the learner's and the address's quizzes (RateLimited).
+    With `groups` (a round's topics under their headings), a learner new to them starts on a
+    warm-up."""
+    ratelimit.spend(db_session=db_session, kind=ratelimit.QUIZZES, learner_id=learner_id,
+                    client_ip=client_ip)
     ensure_learner(db_session=db_session, learner_id=learner_id)
     pool = list_published(db_session=db_session, topics=topics or None, difficulty=difficulty,
                           types=types or None)
     if only is not None:
         pool = [q for q in pool if q.id in only]
-    # An exercise is answered by running code on its own page, not by a quiz's answer form.
-    pool = [q for q in pool if q.type != "exercise"]
+    # An exercise is answered by running code on its own page, not by a quiz's answer form;
+    # the home page's sample question's run is public, so it is never graded work.
+    pool = [q for q in pool if q.type != "exercise" and q.slug not in SAMPLE_SLUGS]
     if not pool:
         raise NoQuestions("No published question matches those topics, difficulty and formats.")
     rng = rng or random.Random()
-    picked = rng.sample(pool, min(count, len(pool), MAX_QUIZ_QUESTIONS))
+    size = min(count, len(pool), MAX_QUIZ_QUESTIONS)
+    first = (warm_up(db_session=db_session, learner_id=learner_id, topics=topics, groups=groups,
+                     pool=pool, rng=rng) if groups else None)
+    if first is None:
+        picked = rng.sample(pool, size)
+    else:
+        picked = [first, *rng.sample([q for q in pool if q.id != first.id], size - 1)]
     quiz = Quiz(id=str(uuid.uuid4()), learner_id=learner_id, topics=topics, difficulty=difficulty)
     db_session.add(quiz)
     db_session.flush()
@@ -216,6 +257,13 @@ class ItemView:
     partial: PartialAnswer | None = None
 
 
+def item_learner(db_session: Session, item: QuizItem) -> str:
+    """Whose quiz the item is in."""
+    learner = db_session.scalar(select(Quiz.learner_id).where(Quiz.id == item.quiz_id))
+    assert learner is not None
+    return learner
+
+
 def item_view(*, db_session: Session, item: QuizItem) -> ItemView:
     """A quiz item with the revision and variant it is pinned to and its attempt, if any."""
     question = db_session.get(Question, item.question_id)
@@ -225,7 +273,8 @@ def item_view(*, db_session: Session, item: QuizItem) -> ItemView:
     doc = revision_variant(revision=revision, variant=item.variant)
     partial = None
     if attempt is None and (doc.is_case or doc.is_talk):
-        partial = db_session.scalar(select(PartialAnswer).where(PartialAnswer.quiz_item_id == item.id))
+        partial = partial_answer(db_session=db_session, learner_id=item_learner(db_session, item),
+                                 question_id=item.question_id, variant=item.variant)
     return ItemView(item, question, revision, doc, attempt, partial)
 
 
@@ -282,10 +331,17 @@ def _insert_tokened(db_session: Session, attempt: Attempt) -> Attempt | None:
 
 def answer_item(
     *, db_session: Session, learner_id: str, item: QuizItem, raw_answer: Any,
-    confidence: str | None = None, now: datetime | None = None,
+    confidence: str | None = None, now: datetime | None = None, client_ip: str | None = None,
 ) -> tuple[Attempt, Grade]:
     """Grade and store the first answer to a quiz item and schedule its review card; a later
     answer raises AlreadyAnswered. `now` is the clock's time (app/clock.py)."""
+    now = now or utcnow()
+    ratelimit.spend(db_session=db_session, kind=ratelimit.ANSWERS, learner_id=learner_id,
+                    client_ip=client_ip)
+    # The rule first: an item answered before shows nothing of its grade while its question
+    # is in the learner's live mock interview (not even as "already answered").
+    reveal.guard_answer(db_session=db_session, learner_id=learner_id,
+                        question_id=item.question_id, quiz_id=item.quiz_id, now=now)
     existing = db_session.scalar(select(Attempt).where(Attempt.quiz_item_id == item.id))
     if existing is not None:
         raise AlreadyAnswered(existing)
@@ -300,7 +356,7 @@ def answer_item(
         variant=item.variant,
         quiz_item_id=item.id, answer=result.answer, score=result.score, correct=result.correct,
         time_taken_ms=_elapsed_ms(item.shown_at), confidence=clean_confidence(confidence),
-        created_at=now or utcnow(),
+        created_at=now,
     )
     try:
         _insert_attempt(db_session, attempt)
@@ -310,7 +366,7 @@ def answer_item(
         assert winner is not None
         raise AlreadyAnswered(winner) from None
     review.record_review(db_session=db_session, attempt=attempt, confidence=attempt.confidence,
-                         now=now or utcnow())
+                         now=now)
     return attempt, result
 
 
@@ -326,6 +382,16 @@ def replay_key(*, learner_id: str, question_id: int, token: str) -> str:
 _IN_STEPS = "a case is answered part by part, and a talk-through in two steps (text, then ticks)"
 
 
+def _guard_drawn(db_session: Session, learner_id: str, question: PublishedQuestion,
+                 variant: int) -> None:
+    """A standalone answer (the question page, Review, the API) is refused for another variant
+    than the one drawn. (Its callers have refused a question of a live mock interview first,
+    before a replay could bring a grade back.)"""
+    reveal.guard_variant(drawn=drawn_variant(db_session=db_session, learner_id=learner_id,
+                                             question_id=question.id,
+                                             count=question.doc.variant_count), sent=variant)
+
+
 def answer_question(
     *,
     db_session: Session,
@@ -337,6 +403,7 @@ def answer_question(
     confidence: str | None = None,
     now: datetime | None = None,
     variant: int = 0,
+    client_ip: str | None = None,
 ) -> tuple[Attempt, Grade]:
     """Grade and store a standalone attempt at one variant and schedule its review card;
     replaying the same token returns the first one. `now` is the clock's time (app/clock.py).
@@ -344,22 +411,29 @@ def answer_question(
     if question.doc.is_exercise:
         # Before any replay lookup: an exercise's attempts are stored by record_exercise_pass.
         raise InvalidAnswer("an exercise is answered by running your code on its page")
+    ratelimit.spend(db_session=db_session, kind=ratelimit.ANSWERS, learner_id=learner_id,
+                    client_ip=client_ip)
     doc = question.variant(check_variant(question.doc, variant))
     if doc.is_case or doc.is_talk:
         raise InvalidAnswer(_IN_STEPS)
     ensure_learner(db_session=db_session, learner_id=learner_id)
+    now = now or utcnow()
+    # The live mock first: a replayed submission must not bring its grade back either.
+    reveal.guard_answer(db_session=db_session, learner_id=learner_id, question_id=question.id,
+                        now=now)
     if token:
         token = replay_key(learner_id=learner_id, question_id=question.id, token=token)
         existing = db_session.scalar(select(Attempt).where(Attempt.token == token))
         if existing is not None:
             raise AlreadyAnswered(existing)
+    _guard_drawn(db_session, learner_id, question, variant)
     result = grade(doc, raw_answer)
     attempt = Attempt(
         learner_id=learner_id, question_id=question.id, revision_id=question.revision_id,
         variant=variant,
         token=token, answer=result.answer, score=result.score, correct=result.correct,
         time_taken_ms=time_taken_ms, confidence=clean_confidence(confidence),
-        created_at=now or utcnow(),
+        created_at=now,
     )
     if token is None:
         # Nothing unique to collide with, so no savepoint (two statements fewer).
@@ -367,7 +441,7 @@ def answer_question(
     elif (winner := _insert_tokened(db_session, attempt)) is not None:
         raise AlreadyAnswered(winner)
     review.record_review(db_session=db_session, attempt=attempt, confidence=attempt.confidence,
-                         now=now or utcnow())
+                         now=now)
     return attempt, result
 
 
@@ -379,11 +453,16 @@ def _slot(quiz_item_id: int | None) -> str:
 
 
 def partial_answer(*, db_session: Session, learner_id: str, question_id: int,
-                   quiz_item_id: int | None = None, for_update: bool = False) -> PartialAnswer | None:
-    """The learner's unfinished case or talk-through: in this quiz item, or outside any quiz."""
-    stmt = select(PartialAnswer).where(PartialAnswer.learner_id == learner_id,
-                                       PartialAnswer.question_id == question_id,
-                                       PartialAnswer.slot == _slot(quiz_item_id))
+                   variant: int | None = None, for_update: bool = False) -> PartialAnswer | None:
+    """The learner's unfinished case or talk-through of this question, wherever it was begun (a
+    quiz, a mock interview, the question page): one record per learner, question and part, so a
+    part answered anywhere is answered everywhere and is never answered afresh in another
+    slot. With `variant`, only one of that variant."""
+    stmt = (select(PartialAnswer).where(PartialAnswer.learner_id == learner_id,
+                                        PartialAnswer.question_id == question_id)
+            .order_by(PartialAnswer.updated_at.desc(), PartialAnswer.id.desc()).limit(1))
+    if variant is not None:
+        stmt = stmt.where(PartialAnswer.variant == variant)
     if for_update:
         # Two tabs sending the next part at once: the second waits, then sees it answered.
         stmt = stmt.with_for_update()
@@ -418,11 +497,12 @@ def _take_step(
     """Apply one step to the learner's partial answer; (where it stands, the whole answer when
     this step completed it). Raises OutOfTurn or InvalidAnswer, storing nothing."""
     row = partial_answer(db_session=db_session, learner_id=learner_id, question_id=question_id,
-                         quiz_item_id=quiz_item_id, for_update=True)
+                         for_update=True)
     if row is not None:
         if row.variant != variant:
-            raise OutOfTurn(f"this question is under way with variant {row.variant}; answer that "
-                            "one to the end first")
+            raise OutOfTurn(f"this question is under way with variant {row.variant}"
+                            f"{'' if row.slot == _slot(quiz_item_id) else ' elsewhere'}; answer "
+                            "that one to the end first")
         # Pinned by the first step: a question edited meanwhile does not change under the learner.
         revision_id = row.revision_id
     revision = db_session.get(QuestionRevision, revision_id)
@@ -441,7 +521,7 @@ def _take_step(
             if part >= len(doc.parts):
                 raise InvalidAnswer(f"this case has parts 0 to {len(doc.parts) - 1}")
             raise OutOfTurn(f"answer part {len(done) + 1} first: the parts come in order")
-        stepped.part, stepped.part_grade = part, grade_part(doc, part, raw)
+        stepped.part, stepped.part_grade = part, grade_part(doc, part, raw, done)
         done.append(stepped.part_grade.answer)
         stepped.state = {"parts": done}
         if len(done) == len(doc.parts):
@@ -458,7 +538,10 @@ def _take_step(
         else:
             if "ticked" in raw:
                 raise OutOfTurn("write your answer first: the model answer and its rubric come after")
-            stepped.state = {"text": normalise_answer(doc, {"text": raw.get("text", "")})["text"]}
+            text = normalise_answer(doc, {"text": raw.get("text", "")})["text"]
+            if not real_talk(text):
+                raise InvalidAnswer(TALK_TOO_SHORT, loc=("answer", "text"))
+            stepped.state = {"text": text}
     else:
         raise InvalidAnswer("only a case or a talk-through is answered in steps")
     if whole is not None:
@@ -485,19 +568,24 @@ def _take_step(
 def answer_step(
     *, db_session: Session, learner_id: str, question: PublishedQuestion, variant: int,
     part: int | None, raw: Any, token: str | None, confidence: str | None = None,
-    now: datetime | None = None,
+    now: datetime | None = None, client_ip: str | None = None,
 ) -> Stepped:
     """One step of a standalone case (a part) or talk-through (the text, then the ticks); the
     last step stores the attempt and schedules its review card. Raises OutOfTurn (409),
     InvalidAnswer (422), NoSuchVariant (422) or, for a replayed last step, AlreadyAnswered."""
     now = now or utcnow()
     check_variant(question.doc, variant)
+    ratelimit.spend(db_session=db_session, kind=ratelimit.ANSWERS, learner_id=learner_id,
+                    client_ip=client_ip)
     ensure_learner(db_session=db_session, learner_id=learner_id)
+    reveal.guard_answer(db_session=db_session, learner_id=learner_id, question_id=question.id,
+                        now=now)
     if token:
         token = replay_key(learner_id=learner_id, question_id=question.id, token=token)
         existing = db_session.scalar(select(Attempt).where(Attempt.token == token))
         if existing is not None:
             raise AlreadyAnswered(existing)
+    _guard_drawn(db_session, learner_id, question, variant)
     stepped, whole = _take_step(db_session, learner_id=learner_id, question_id=question.id,
                                 revision_id=question.revision_id, variant=variant,
                                 quiz_item_id=None, part=part, raw=raw, now=now)
@@ -522,12 +610,16 @@ def answer_step(
 def answer_item_step(
     *, db_session: Session, learner_id: str, item: QuizItem, part: int | None, raw: Any,
     confidence: str | None = None, now: datetime | None = None, schedule: bool = True,
-    time_taken_ms: int | None = None,
+    time_taken_ms: int | None = None, client_ip: str | None = None,
 ) -> Stepped:
     """One step of a quiz item's case or talk-through, on the revision and variant the item
     pins; the last stores the item's attempt (and, unless `schedule` is False, as in a mock
     interview, its review card). Raises AlreadyAnswered once the item has its attempt."""
     now = now or utcnow()
+    ratelimit.spend(db_session=db_session, kind=ratelimit.ANSWERS, learner_id=learner_id,
+                    client_ip=client_ip)
+    reveal.guard_answer(db_session=db_session, learner_id=learner_id,
+                        question_id=item.question_id, quiz_id=item.quiz_id, now=now)
     existing = db_session.scalar(select(Attempt).where(Attempt.quiz_item_id == item.id))
     if existing is not None:
         raise AlreadyAnswered(existing)
@@ -652,7 +744,7 @@ def quiz_summary(*, db_session: Session, quiz: Quiz) -> QuizSummary:
     )
 
 
-def retry_misses(*, db_session: Session, quiz: Quiz) -> Quiz:
+def retry_misses(*, db_session: Session, quiz: Quiz, client_ip: str | None = None) -> Quiz:
     """A new quiz of the questions this quiz's learner missed in it (wrong, partly right or
     unanswered) that are still published; NoQuestions if there are none."""
     views = [item_view(db_session=db_session, item=i) for i in quiz_items(db_session=db_session, quiz=quiz)]
@@ -660,15 +752,7 @@ def retry_misses(*, db_session: Session, quiz: Quiz) -> Quiz:
     if not missed:
         raise NoQuestions("Nothing was missed in this quiz.")
     return start_quiz(db_session=db_session, learner_id=quiz.learner_id, topics=[],
-                      difficulty=None, count=len(missed), only=missed)
-
-
-def has_answered(*, db_session: Session, learner_id: str, question_id: int) -> bool:
-    """True once this learner has submitted any answer to the question (its key may be shown)."""
-    return db_session.scalar(
-        select(Attempt.id).where(Attempt.learner_id == learner_id,
-                                 Attempt.question_id == question_id).limit(1)
-    ) is not None
+                      difficulty=None, count=len(missed), only=missed, client_ip=client_ip)
 
 
 def is_pinned(*, db_session: Session, learner_id: str, revision_id: int) -> bool:

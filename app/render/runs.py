@@ -3,6 +3,7 @@ for the result panel."""
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
@@ -40,6 +41,52 @@ def snippet_start(result: RunResult) -> float:
     return min(starts) if starts else 0.0
 
 
+# A collective a rank entered this much (ms) before the last of its peers is drawn as waiting
+# for them up to then; less is the noise of two processes starting one call.
+WAIT_MIN_MS = 2.0
+_P2P = {"send": "recv", "isend": "irecv", "recv": "send", "irecv": "isend"}
+
+
+def _call_key(rank: int, start: dict[str, Any], ordinal: dict[Any, int]) -> tuple[Any, ...] | None:
+    """Which call of which peers this collective is: the same key on every participant."""
+    op = str(start.get("op", ""))
+    peer = start.get("peer")
+    if op in _P2P:
+        if not isinstance(peer, int):
+            return None
+        sender, receiver = (rank, peer) if op in ("send", "isend") else (peer, rank)
+        base: tuple[Any, ...] = ("p2p", sender, receiver)
+    elif op == "batch_isend_irecv" or op.startswith("bucket"):
+        return None
+    else:
+        group = start.get("group_ranks")
+        base = (op, tuple(group) if group else None)
+    n = ordinal.get(base, 0)
+    ordinal[base] = n + 1
+    return (*base, n)
+
+
+def peer_arrivals(result: RunResult) -> dict[tuple[int, Any], tuple[float, int]]:
+    """For each rank's collective call (rank, seq): when the last of its participants entered
+    the call, and which rank that was (a receive's participant is its sender)."""
+    calls: dict[tuple[Any, ...], list[tuple[int, Any, float]]] = defaultdict(list)
+    for r in result.ranks:
+        ordinal: dict[Any, int] = {}
+        for ev in r.events:
+            if ev.get("kind") == "collective_start":
+                key = _call_key(r.rank, ev, ordinal)
+                if key is not None:
+                    calls[key].append((r.rank, ev.get("seq"), _t(ev)))
+    out: dict[tuple[int, Any], tuple[float, int]] = {}
+    for entries in calls.values():
+        if len(entries) < 2:
+            continue
+        last_rank, _seq, last = max(entries, key=lambda e: e[2])
+        for rank, seq, _t0 in entries:
+            out[(rank, seq)] = (last, last_rank)
+    return out
+
+
 def rank_lanes(result: RunResult) -> tuple[list[Lane], float]:
     """One lane per rank: DDP forward/backward, collectives (blocked ones to the kill), exits.
 
@@ -47,6 +94,7 @@ def rank_lanes(result: RunResult) -> tuple[list[Lane], float]:
     """
     t0 = snippet_start(result)
     t_end = float(result.timings.get("wall_ms") or 0.0)
+    arrivals = peer_arrivals(result)
     lanes = []
     for r in result.ranks:
         lane = Lane(label=f"rank {r.rank}")
@@ -68,7 +116,14 @@ def rank_lanes(result: RunResult) -> tuple[list[Lane], float]:
                     detail = ", ".join(
                         f"{k}={start[k]}" for k in ("shape", "bytes", "iteration") if start.get(k) is not None
                     )
-                    lane.spans.append(Span(_t(start), t, "collective", label,
+                    began = _t(start)
+                    last, peer = arrivals.get((r.rank, start.get("seq")), (began, r.rank))
+                    if kind.startswith("collective") and last - began >= WAIT_MIN_MS and last < t:
+                        lane.spans.append(Span(began, last, "waiting", "waiting",
+                                               f"{label}: waited {last - began:.1f} ms for rank {peer} "
+                                               f"to enter it ({began:.1f}–{last:.1f} ms)"))
+                        began = last
+                    lane.spans.append(Span(began, t, "collective", label,
                                            f"{label} {_t(start):.1f}–{t:.1f} ms ({detail})"))
             elif kind == "ddp_forward_start":
                 open_fwd[key] = t
@@ -88,12 +143,8 @@ def rank_lanes(result: RunResult) -> tuple[list[Lane], float]:
             elif kind in ("exit", "snippet_end"):
                 lane.marks.append(Mark(t, "exit", "snippet finished" if kind == "snippet_end"
                                        else f"exited with {ev.get('exit_code')}"))
-        for pl in (p for p in result.pipeline if p.rank == r.rank):
-            for b in pl.blocks:
-                label = _block_label(b, several=len(pl.stages) > 1)
-                lane.spans.append(Span(b.start_ms, b.end_ms if b.end_ms is not None else t_end,
-                                       "forward" if b.kind == "forward" else "backward", label,
-                                       _block_title(b, b.start_ms, b.end_ms)))
+        # Pipeline stage blocks are drawn in a picture of their own, in step order (below this
+        # one), where every block is wide enough for its name.
         blocked = r.blocked_in
         if blocked is not None:
             since = blocked.since_ms
@@ -162,11 +213,12 @@ def pipeline_picture(result: RunResult, svg_id: str = "run-pipeline") -> Markup 
     desc = ("Pipeline stage blocks in the order they ran, F for forward and B for backward of a "
             "micro-batch: " + "; ".join(described) + ".")
     return pipeline_svg(lanes, t_end, title="Pipeline stages: forward (F) and backward (B) per micro-batch",
-                        desc=desc, svg_id=svg_id, unit="ms (from the first block)")
+                        desc=desc, svg_id=svg_id, unit="ms")
 
 
 def timeline_picture(result: RunResult, svg_id: str = "run-timeline") -> Markup:
-    """The run's timeline, followed by its pipeline lanes when stages ran."""
+    """The run's timeline: what each rank did, to scale (the pipeline's blocks are drawn in
+    step order by pipeline_picture)."""
     lanes, t_end = rank_lanes(result)
     blocked = [f"rank {r.rank} blocked in {r.blocked_in.op}" for r in result.ranks if r.blocked_in]
     desc = (f"Measured timeline of {len(lanes)} ranks over {t_end:.0f} ms from the start of the "
@@ -174,8 +226,7 @@ def timeline_picture(result: RunResult, svg_id: str = "run-timeline") -> Markup:
             f"{result.outcome}." + (" " + "; ".join(blocked) + "." if blocked else ""))
     picture = timeline_svg(lanes, t_end, title="What each rank did, measured", desc=desc, svg_id=svg_id,
                            unit="ms (from snippet start)")
-    pipeline = pipeline_picture(result, svg_id=f"{svg_id}-pipeline")
-    return picture if pipeline is None else Markup(picture + pipeline)
+    return picture
 
 
 @dataclass
@@ -296,6 +347,14 @@ def error_lines(result: RunResult) -> list[int]:
     return sorted(lines)
 
 
+_WARNING = re.compile(r"\b[A-Z]\w*Warning: ")
+
+
+def warning_count(text: str | None) -> int:
+    """How many Python warnings (torch's UserWarning and the like) a rank's output holds."""
+    return len(_WARNING.findall(text or ""))
+
+
 def value_names(result: RunResult) -> list[str]:
     names: list[str] = []
     for r in result.ranks:
@@ -311,26 +370,57 @@ class Change:
     before: Any
     after: Any
     delta: str = ""
+    # The knob's name, for a row that is a knob's value (the page shows the knob's label).
+    knob: str = ""
+
+
+# A measured number that moved by less than this share of itself reads "about the same".
+SAME_SHARE = 0.005
 
 
 def _num_delta(a: Any, b: Any) -> str:
+    """How a number changed, in words: "unchanged", "about the same (+8)", "+2 (+50%)"."""
     if isinstance(a, bool) or isinstance(b, bool):
-        return ""
+        return "" if a != b else "unchanged"
     if isinstance(a, int | float) and isinstance(b, int | float):
         d = b - a
-        ratio = f", ×{b / a:.3g}" if a not in (0, 0.0) else ""
-        return f"{d:+.6g}{ratio}"
-    return ""
+        if d == 0:
+            return "unchanged"
+        if a and abs(d) < SAME_SHARE * abs(a):
+            return f"about the same ({d:+.6g})"
+        return f"{d:+.6g} ({d / a:+.0%})" if a else f"{d:+.6g}"
+    return "" if a != b else "unchanged"
+
+
+def knob_text(value: Any) -> str:
+    """A knob's value as words, not JSON: strings bare, `op=reduce_scatter` for a mapping."""
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={knob_text(v)}" for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return ", ".join(knob_text(v) for v in value)
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
 
 
 def compare(before: RunResult, after: RunResult) -> list[Change]:
-    """What differs between two results, in numbers: values per rank, outcome, buckets, bytes, time."""
+    """What the run before and this run measured, in numbers: the knobs that differ, then every
+    reported value per rank (one that did not change says so), outcome, buckets, bytes, time."""
     out: list[Change] = []
-    if before.params != after.params:
-        out.append(Change("knobs", before.params, after.params))
+    # The world size is a knob of its own when the question offers it (named by its label).
+    sized = "world_size" in before.params or "world_size" in after.params
     if before.world_size != after.world_size:
         out.append(Change("world size", before.world_size, after.world_size,
-                          _num_delta(before.world_size, after.world_size)))
+                          _num_delta(before.world_size, after.world_size),
+                          knob="world_size" if sized else ""))
+    for name in dict.fromkeys([*before.params, *after.params]):
+        if name == "world_size" and before.world_size != after.world_size:
+            continue  # said just above
+        bv, av = before.params.get(name, "—"), after.params.get(name, "—")
+        if bv != av:
+            out.append(Change(name, bv, av, "changed", knob=name))
     if before.outcome != after.outcome:
         out.append(Change("outcome", before.outcome, after.outcome))
     b_ranks = {r.rank: r for r in before.ranks}
@@ -339,8 +429,14 @@ def compare(before: RunResult, after: RunResult) -> list[Change]:
         for rank in sorted(set(b_ranks) | set(a_ranks)):
             bv = b_ranks[rank].values.get(name, "—") if rank in b_ranks else "—"
             av = a_ranks[rank].values.get(name, "—") if rank in a_ranks else "—"
-            if bv != av:
-                out.append(Change(f"{name} on rank {rank}", bv, av, _num_delta(bv, av)))
+            if "—" in (bv, av) and bv == av:
+                continue
+            if "—" in (bv, av):
+                # A rank only one of the runs had (another world size), or a value it alone reported.
+                delta = "only in the run before" if av == "—" else "only in this run"
+            else:
+                delta = _num_delta(bv, av) or ("unchanged" if bv == av else "changed")
+            out.append(Change(f"{name} on rank {rank}", bv, av, delta))
     nb, na = len(before.buckets), len(after.buckets)
     if nb != na:
         out.append(Change("bucket reductions (all ranks)", nb, na, _num_delta(nb, na)))

@@ -28,6 +28,7 @@ COLOURS = {
     "backward_weight": "#fde68a",
     "collective": "#86efac",
     "blocked": "#fca5a5",
+    "waiting": "#fca5a5",
     "user": "#e5e7eb",
     "ready": "#c7d2fe",
     "reduce": "#6ee7b7",
@@ -133,12 +134,51 @@ def _span_lines(span: Span, width: float) -> list[str]:
     return _wrap(span.label, width, MAX_LABEL_LINES if span.kind == "user" else 1)
 
 
+# Kinds drawn as a thin box inside the lane (over the forward and backward boxes).
+INNER_KINDS = ("collective", "blocked", "waiting")
+# A lane whose ops are too narrow to name inside their boxes names them on a row above.
+OPS_ROW_H = 16
+
+
+def _op_names_above(spans: list[Span], x: Callable[[float], float],
+                    width: Callable[[Span], float]) -> list[tuple[float, str, str]]:
+    """(x, text, title) of the names written above a lane's op boxes too narrow to hold them.
+
+    Neighbouring boxes of one op share one name ("all_gather ×4"); a name goes where the row
+    above is free, so names never overlap; the boxes' own <title>s keep every detail.
+    """
+    runs: list[list[Span]] = []
+    for sp in sorted((sp for sp in spans if sp.kind in ("collective", "blocked") and sp.label),
+                     key=lambda sp: sp.start):
+        if _span_lines(sp, width(sp)):
+            continue  # named inside its own box
+        if runs and runs[-1][-1].label == sp.label:
+            runs[-1].append(sp)
+        else:
+            runs.append([sp])
+    out: list[tuple[float, str, str]] = []
+    free = float(LABEL_W)
+    for run in runs:
+        text = run[0].label if len(run) == 1 else f"{run[0].label} ×{len(run)}"
+        text_w = len(text) * CHAR_W
+        x0 = max(x(run[0].start), free)
+        if x0 + text_w > WIDTH - PAD:
+            x0 = WIDTH - PAD - text_w
+        if x0 < free or x0 > x(run[-1].end) + 40:
+            continue  # no room near its boxes: the boxes' titles name it
+        out.append((x0, text, f"{text}: {len(run)} call{'' if len(run) == 1 else 's'}"))
+        free = x0 + text_w + CHAR_W
+    return out
+
+
 def timeline_svg(lanes: list[Lane], t_end: float, *, title: str, desc: str, unit: str = "ms",
                  svg_id: str = "timeline", axis_labels: list[tuple[float, str]] | None = None) -> Markup:
     """One lane per rank: spans as boxes labelled with their op; exits and errors as marks.
 
-    Labels are never shortened: one that does not fit its box is left to the box's
-    <title>; a stored trace's step text wraps, and its lane grows to hold it.
+    Labels are never shortened: an op too narrow for its name is named on a row above the
+    lane (neighbouring calls of one op once, with their count), and failing room there is
+    left to the box's <title>; a stored trace's step text wraps, and its lane grows to hold it.
+    A collective that waited for a peer to enter it is drawn blocked (waiting) up to then.
     """
     t_max = max(t_end, 1e-3)
     scale = (WIDTH - LABEL_W - PAD) / t_max
@@ -150,8 +190,10 @@ def timeline_svg(lanes: list[Lane], t_end: float, *, title: str, desc: str, unit
         return max(x(s.end) - x(s.start), 1.5)
 
     wrapped = [{id(s): _span_lines(s, width(s)) for s in lane.spans} for lane in lanes]
-    heights = [max(LANE_H, 16 + LINE_H * max((len(v) for v in lines.values()), default=0))
-               for lines in wrapped]
+    above = [_op_names_above(lane.spans, x, width) for lane in lanes]
+    rows = [OPS_ROW_H if names else 0 for names in above]
+    heights = [rows[i] + max(LANE_H, 16 + LINE_H * max((len(v) for v in lines.values()), default=0))
+               for i, lines in enumerate(wrapped)]
     tops = [PAD + sum(heights[:i]) for i in range(len(lanes))]
     bottom = PAD + sum(heights)
     height = bottom + AXIS_H + PAD
@@ -162,23 +204,36 @@ def timeline_svg(lanes: list[Lane], t_end: float, *, title: str, desc: str, unit
         f'<desc id="{svg_id}-d">{escape(desc)}</desc>',
     ]
     for i, lane in enumerate(lanes):
-        y, lane_h = tops[i], heights[i]
+        top, row = tops[i], rows[i]
+        y, lane_h = top + row, heights[i] - row
         parts.append(f'<g class="lane" data-lane="{i}">')
-        parts.append(f'<text x="4" y="{y + lane_h / 2 + 4}" class="lane-label" {_font()}>'
-                     f'{escape(lane.label)}</text>')
+        # A lane's name longer than its column ("Stage 0 (rank 0)") takes two lines, not the
+        # boxes' room.
+        names = _wrap(lane.label, LABEL_W, 2) if len(lane.label) * CHAR_W > LABEL_W - 6 else []
+        if len(names) == 2:
+            parts.append(f'<text x="4" y="{y + lane_h / 2 - 3}" class="lane-label" {_font()}>'
+                         f'<tspan x="4">{escape(names[0])}</tspan>'
+                         f'<tspan x="4" dy="{LINE_H}">{escape(names[1])}</tspan></text>')
+        else:
+            parts.append(f'<text x="4" y="{y + lane_h / 2 + 4}" class="lane-label" {_font()}>'
+                         f'{escape(lane.label)}</text>')
         parts.append(f'<line x1="{LABEL_W}" y1="{y + lane_h - 2}" x2="{WIDTH - PAD}" '
                      f'y2="{y + lane_h - 2}" class="lane-line"/>')
-        for s in sorted(lane.spans, key=lambda s: (s.kind == "collective" or s.kind == "blocked", s.start)):
+        for xx, text, tip in above[i]:
+            parts.append(f'<g class="op-name"><title>{escape(tip)}</title><text x="{xx:.1f}" y="{top + 13}" '
+                         f'class="op-label" {_font()}>{escape(text)}</text></g>')
+        for s in sorted(lane.spans, key=lambda s: (s.kind in INNER_KINDS, s.kind == "waiting", s.start)):
             x0, w = x(s.start), width(s)
-            inner = s.kind in ("collective", "blocked")
+            inner = s.kind in INNER_KINDS
             yy, hh = (y + lane_h / 2 - 7, 14) if inner else (y + 4, lane_h - 10)
             fill = COLOURS.get(s.kind, "#ddd")
             cls = f"span {s.kind}"
+            stroke = {"blocked": ' stroke="#b91c1c" stroke-width="2"',
+                      "waiting": ' stroke="#b91c1c" stroke-width="1.5" stroke-dasharray="3 2"',
+                      }.get(s.kind, "")
             parts.append(
                 f'<g class="{cls}"><title>{escape(s.title or s.label)}</title>'
-                f'<rect x="{x0:.1f}" y="{yy}" width="{w:.1f}" height="{hh}" rx="2" fill="{fill}"'
-                + (' stroke="#b91c1c" stroke-width="2"' if s.kind == "blocked" else "")
-                + "/>"
+                f'<rect x="{x0:.1f}" y="{yy}" width="{w:.1f}" height="{hh}" rx="2" fill="{fill}"{stroke}/>'
             )
             lines = wrapped[i][id(s)]
             first = yy + (hh - len(lines) * LINE_H) / 2 + LINE_H - 3
@@ -289,6 +344,13 @@ class BlockLane:
 
 
 BLOCK_LANE_H = 46
+# A block is as wide as the longest name plus this much; a stretch where every lane idled for
+# at least IDLE_SHARE of the picture's span is drawn IDLE_W wide and marked ≈.
+BLOCK_PAD = 12
+IDLE_W = 16
+IDLE_SHARE = 0.08
+# Ends closer than this (ms) are one moment.
+EPS_MS = 1e-6
 
 
 def _text(x: float, y: float, text: str, cls: str, anchor: str = "start") -> str:
@@ -296,64 +358,113 @@ def _text(x: float, y: float, text: str, cls: str, anchor: str = "start") -> str
             f'{escape(text)}</text>')
 
 
+def step_columns(lanes: list[BlockLane]) -> dict[int, int]:
+    """Each block's column (by id) when the lanes are drawn in step order.
+
+    Blocks take their lane's next column, and never a column left of a block on another lane
+    that had already ended when they started: a lane's order is exact, and a block is never
+    drawn before something it came after. Overlapping work shares columns.
+    """
+    placed: list[tuple[int, Block, int]] = []
+    cols: dict[int, int] = {}
+    nxt = [0] * len(lanes)
+    for lane_no, b in sorted(((i, b) for i, lane in enumerate(lanes) for b in lane.blocks),
+                             key=lambda ib: (ib[1].start, ib[0])):
+        c = nxt[lane_no]
+        for other, o, oc in placed:
+            if other != lane_no and o.end <= b.start + EPS_MS:
+                c = max(c, oc)
+        cols[id(b)] = c
+        nxt[lane_no] = c + 1
+        placed.append((lane_no, b, c))
+    return cols
+
+
 def pipeline_svg(lanes: list[BlockLane], t_end: float, *, title: str, desc: str, unit: str = "ms",
                  svg_id: str = "pipeline") -> Markup:
-    """One lane per rank of pipeline stage blocks (forward, backward), labelled by micro-batch.
+    """One lane per rank of pipeline stage blocks (forward, backward), labelled by micro-batch,
+    laid out in step order (step_columns).
 
-    A label goes inside its block when it fits, else on a row above the blocks when it
-    does not run into the label before it, else nowhere: every block has a <title>
-    with its full description, and no label is ever shortened.
+    Time is not to scale: every column is wide enough for the longest label, so every F and B is
+    named whole; a lane's empty columns between its first and last block are its idle time,
+    shaded; a stretch where every lane idled long is drawn as a narrow band marked ≈. Each
+    block's <title> gives its real start and end. The picture is as wide as it needs (its width
+    attribute), never squeezed below its text size.
     """
-    t_max = max(t_end, 1e-3)
     label_w = LABEL_W + 10
-    scale = (WIDTH - label_w - PAD) / t_max
-
-    def x(t: float) -> float:
-        return label_w + max(0.0, min(t, t_max)) * scale
-
-    top = PAD + 18  # a line for the chart's own heading
-    height = top + len(lanes) * BLOCK_LANE_H + AXIS_H + PAD
+    cols = step_columns(lanes)
+    ncols = max(cols.values(), default=-1) + 1
+    blocks = [b for lane in lanes for b in lane.blocks]
+    slot = max((len(b.label) * CHAR_W + BLOCK_PAD for b in blocks), default=CHAR_W * 2 + BLOCK_PAD)
+    by_col: dict[int, list[Block]] = {}
+    for b in blocks:
+        by_col.setdefault(cols[id(b)], []).append(b)
+    span = max((b.end for b in blocks), default=0.0) - min((b.start for b in blocks), default=0.0)
+    # Where each column starts, with a narrow ≈ band before a column that came after a long
+    # stretch in which no lane ran anything.
+    xs: list[float] = []
+    gaps: list[tuple[float, float]] = []  # (x, idle ms)
+    x = float(label_w)
+    for c in range(ncols):
+        if c:
+            idle = min(b.start for b in by_col.get(c, [])) - max(b.end for b in by_col.get(c - 1, []))
+            if span > 0 and idle >= IDLE_SHARE * span:
+                gaps.append((x, idle))
+                x += IDLE_W
+        xs.append(x)
+        x += slot
+    axis_note = f"{unit}, in step order"
+    width = max(x + PAD, label_w + len(axis_note) * CHAR_W + PAD)
+    top = PAD
+    lanes_h = len(lanes) * BLOCK_LANE_H
+    height = top + lanes_h + AXIS_H + PAD
     parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {height}" '
-        f'class="timeline pipeline" role="img" aria-labelledby="{svg_id}-t {svg_id}-d" id="{svg_id}">',
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width:.0f} {height}" '
+        f'width="{width:.0f}" height="{height}" '
+        f'class="timeline pipeline natural" role="img" aria-labelledby="{svg_id}-t {svg_id}-d" '
+        f'id="{svg_id}">',
         f'<title id="{svg_id}-t">{escape(title)}</title>',
         f'<desc id="{svg_id}-d">{escape(desc)}</desc>',
-        _text(4, PAD + 10, title, "chart-heading"),
     ]
+    for gx, idle in gaps:
+        parts.append(f'<g class="idle-gap"><title>every stage idle for {_fmt(idle)} '
+                     f'{escape(unit.split()[0])} (drawn compressed)</title>'
+                     f'<rect x="{gx:.1f}" y="{top}" width="{IDLE_W}" height="{lanes_h}" fill="#f3f4f6"/>'
+                     + _text(gx + IDLE_W / 2, top + lanes_h / 2 + 4, "≈", "gap-mark", "middle") + "</g>")
     for i, lane in enumerate(lanes):
         y = top + i * BLOCK_LANE_H
-        box_y, box_h = y + 17, BLOCK_LANE_H - 21
+        box_y, box_h = y + 6, BLOCK_LANE_H - 14
         parts.append(f'<g class="lane" data-lane="{i}">')
         parts.append(_text(4, y + 20, lane.label, "lane-label"))
         if lane.note:
             parts.append(_text(4, y + 36, lane.note, "lane-note"))
-        parts.append(f'<line x1="{label_w}" y1="{y + BLOCK_LANE_H - 2}" x2="{WIDTH - PAD}" '
+        parts.append(f'<line x1="{label_w}" y1="{y + BLOCK_LANE_H - 2}" x2="{width - PAD:.1f}" '
                      f'y2="{y + BLOCK_LANE_H - 2}" class="lane-line"/>')
-        row_free = float(label_w)  # where the row of labels above the blocks is free again
-        for b in sorted(lane.blocks, key=lambda b: b.start):
-            x0 = x(b.start)
-            w = max(x(b.end) - x0, 1.5)
+        mine = sorted(lane.blocks, key=lambda b: b.start)
+        used = {cols[id(b)] for b in mine}
+        if mine:
+            # The lane's idle columns between its first and its last block: its bubble.
+            for c in range(cols[id(mine[0])], cols[id(mine[-1])]):
+                if c not in used:
+                    parts.append(f'<rect x="{xs[c] + 2:.1f}" y="{box_y + box_h / 2 - 2}" '
+                                 f'width="{slot - 4:.1f}" height="4" class="lane-idle" fill="#d1d5db">'
+                                 '<title>idle</title></rect>')
+        for b in mine:
+            x0 = xs[cols[id(b)]] + 1
+            w = slot - 2
             fill = COLOURS.get(b.kind, COLOURS["backward"])
             parts.append(f'<g class="block {b.kind}"><title>{escape(b.title)}</title>'
                          f'<rect x="{x0:.1f}" y="{box_y}" width="{w:.1f}" height="{box_h}" '
                          f'rx="2" fill="{fill}" stroke="#475569" stroke-width="0.5"/>')
-            text_w = len(b.label) * CHAR_W
-            if text_w + 4 <= w:
-                parts.append(_text(x0 + w / 2, box_y + box_h / 2 + 4, b.label, "block-label", "middle"))
-            elif x0 >= row_free and x0 + text_w <= WIDTH - PAD:
-                parts.append(_text(x0, y + 13, b.label, "block-label above"))
-                row_free = x0 + text_w + 4
+            parts.append(_text(x0 + w / 2, box_y + box_h / 2 + 4, b.label, "block-label", "middle"))
             parts.append("</g>")
         parts.append("</g>")
-    axis_y = top + len(lanes) * BLOCK_LANE_H
-    parts.append(f'<line x1="{label_w}" y1="{axis_y}" x2="{WIDTH - PAD}" y2="{axis_y}" class="axis" '
+    axis_y = top + lanes_h
+    parts.append(f'<line x1="{label_w}" y1="{axis_y}" x2="{width - PAD:.1f}" y2="{axis_y}" class="axis" '
                  f'stroke="#9ca3af"/>')
-    for t in _ticks(t_max):
-        xx = x(t)
-        anchor = "end" if xx > WIDTH - PAD - 16 else "middle"
-        parts.append(f'<line x1="{xx:.1f}" y1="{axis_y}" x2="{xx:.1f}" y2="{axis_y + 4}" class="axis" '
-                     f'stroke="#9ca3af"/>')
-        parts.append(_text(xx, axis_y + 17, _fmt(t), "axis-label", anchor))
-    parts.append(_text(label_w, axis_y + 34, unit, "axis-label unit"))
+    # Not a time axis (the picture is in step order): the real first and last moments only.
+    parts.append(_text(label_w, axis_y + 17, "0", "axis-label"))
+    parts.append(_text(width - PAD, axis_y + 17, _fmt(t_end), "axis-label", "end"))
+    parts.append(_text(label_w, axis_y + 34, axis_note, "axis-label unit"))
     parts.append("</svg>")
     return Markup("".join(parts))

@@ -3,9 +3,9 @@ learner's is a 404."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 
-from app.deps import API_BUSY, ClockDep, CurrentLearner, SessionDep, SettingsDep
+from app.deps import API_BUSY, ClockDep, CurrentLearner, SessionDep, SettingsDep, client_ip
 from app.errors import NotFound
 from app.questions import service as questions_service
 from app.reports import service as reports
@@ -23,7 +23,8 @@ def _report_out(row: reports.ReportRow) -> ReportOut:
 
 @router.post("/questions/{slug}/reports", response_model=ReportOut, status_code=201,
                responses={404: {}, 422: {}, 429: {}})
-def post_report(slug: str, body: ReportIn, db_session: SessionDep, learner_id: CurrentLearner,
+def post_report(slug: str, body: ReportIn, request: Request, db_session: SessionDep,
+                learner_id: CurrentLearner,
                 clock: ClockDep, settings: SettingsDep) -> ReportOut:
     """Report a problem with a question you have answered (rate-limited per learner)."""
     question = questions_service.get_published(db_session=db_session, slug=slug)
@@ -32,7 +33,8 @@ def post_report(slug: str, body: ReportIn, db_session: SessionDep, learner_id: C
     report = reports.file_report(db_session=db_session, learner_id=learner_id,
                                  question=question, revision_id=body.revision_id,
                                  kind=body.kind, comment=body.comment, now=clock.now(),
-                                 per_hour=settings.reports_per_hour, variant=body.variant)
+                                 per_hour=settings.reports_per_hour, variant=body.variant,
+                                 client_ip=client_ip(request))
     return _report_out(reports.get_my_report(db_session=db_session, learner_id=learner_id,
                                              report_id=report.id))
 

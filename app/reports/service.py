@@ -6,23 +6,25 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from sqlalchemy import func, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app import ratelimit
 from app.accounts import service as accounts
 from app.accounts.models import User
+from app.accounts.service import ensure_learner
 from app.errors import InvalidInput, NotFound
 from app.questions.models import Question, QuestionRevision
 from app.questions.service import revision_doc
 from app.quizzes.models import Attempt
-from app.quizzes.service import ensure_learner
 from app.reports.models import REPORT_DECLINED, REPORT_KINDS, REPORT_OPEN, REPORT_RESOLVED, ProblemReport
 
 # Long enough to say what is wrong; short enough that the inbox stays readable.
 MAX_COMMENT_CHARS = 2000
 MAX_NOTE_CHARS = 2000
 RATE_WINDOW = timedelta(hours=1)
+# An address may send this many times one learner's reports (a classroom shares one).
+REPORT_ADDRESS_FACTOR = 4
 
 
 class ReportError(InvalidInput):
@@ -37,6 +39,7 @@ def _learner_label(learner_id: str) -> str:
 def file_report(
     *, db_session: Session, learner_id: str, question: Question, revision_id: int | None,
     kind: str, comment: str, now: datetime, per_hour: int, variant: int | None = None,
+    client_ip: str | None = None,
 ) -> ProblemReport:
     """Store a learner's report against the revision and variant they answered (the current
     revision if the given id is not a revision of this question; variant 0 if the revision has
@@ -54,6 +57,13 @@ def file_report(
                   window_s=RATE_WINDOW.total_seconds(), now=now,
                   message=f"You have sent {per_hour} reports in the last hour; thank you, and "
                           "please wait a while before sending more.")
+    if client_ip is not None:
+        # A fresh cookie is a new learner: the address is bounded too, as for every write.
+        ratelimit.hit(db_session=db_session, bucket="report-ip", key=client_ip,
+                      limit=per_hour * REPORT_ADDRESS_FACTOR,
+                      window_s=RATE_WINDOW.total_seconds(), now=now,
+                      message=f"Too many reports from your network in the last hour (at most "
+                              f"{per_hour * REPORT_ADDRESS_FACTOR}); please wait a while.")
     revision = db_session.get(QuestionRevision, revision_id) if revision_id else None
     if revision is None or revision.question_id != question.id:
         revision_id = question.current_revision_id
@@ -141,12 +151,6 @@ def inbox(*, db_session: Session) -> list[InboxGroup]:
         g.revision_numbers = {r.id: numbers[r.revision_id] for r in g.reports
                               if r.revision_id in numbers}
     return sorted(groups.values(), key=lambda g: (-g.count, g.slug))
-
-
-def open_count(*, db_session: Session) -> int:
-    """Open reports across all questions."""
-    return int(db_session.scalar(select(func.count()).select_from(ProblemReport)
-                                 .where(ProblemReport.status == REPORT_OPEN)) or 0)
 
 
 def handle_report(*, db_session: Session, report_id: int, user: User, status: str, note: str,

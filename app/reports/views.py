@@ -17,6 +17,7 @@ from app.deps import (
     FormDep,
     SessionDep,
     SettingsDep,
+    client_ip,
     is_htmx,
     require_author,
 )
@@ -56,7 +57,8 @@ def report_problem(
             db_session=db_session, learner_id=learner_id, question=question,
             revision_id=ctx["revision_id"], kind=str(form.get("kind") or ""),
             comment=str(form.get("comment") or ""), now=clock.now(),
-            per_hour=settings.reports_per_hour, variant=ctx["variant"])
+            per_hour=settings.reports_per_hour, variant=ctx["variant"],
+            client_ip=client_ip(request))
         ctx["filed"] = row
     except reports.ReportError as exc:
         ctx.update(error=str(exc), kind=form.get("kind"), comment=form.get("comment"))
@@ -80,9 +82,9 @@ def my_reports_page(request: Request, db_session: SessionDep,
 
 
 def _flags(db_session: SessionDep, user: AuthorUser) -> dict[str, Any]:
-    """The item-statistics flags beside the reports: of the questions this author may edit."""
-    ids = authoring.editable_question_ids(db_session=db_session, user=user)
-    return {"flags": [] if ids == [] else stats.flagged(db_session=db_session, question_ids=ids),
+    """The item-statistics flags beside the reports, over the whole bank: every author may read
+    every question and propose an edit to it."""
+    return {"flags": stats.flagged(db_session=db_session),
             "min_attempts": stats.MIN_ATTEMPTS, "flag_text": stats.FLAG_TEXT}
 
 
@@ -96,13 +98,14 @@ def inbox_page(request: Request, db_session: SessionDep, user: AuthorUser,
         if handled is not None and handled.report.status == reports.REPORT_OPEN:
             handled = None
     return templates.TemplateResponse(request, "reports/inbox.html", {
-        "user": user, "groups": reports.inbox(db_session=db_session), "handled": handled})
+        "user": user, "groups": reports.inbox(db_session=db_session), "handled": handled,
+        "proposals": authoring.proposals(db_session=db_session)})
 
 
 @inbox.get("/flags")
 def inbox_flags(request: Request, db_session: SessionDep, user: AuthorUser) -> Response:
     """The flagged items beside the reports: the inbox loads them after itself, since they
-    aggregate every first attempt of the bank (docs/performance.md)."""
+    aggregate every first attempt of the bank."""
     name = "stats/_flags.html" if is_htmx(request) else "stats/flags.html"
     return templates.TemplateResponse(request, name, {"user": user, **_flags(db_session, user)})
 
@@ -118,8 +121,8 @@ def handle_report(
                               note=str(form.get("note") or ""), now=clock.now())
     except reports.ReportError as exc:
         return templates.TemplateResponse(request, "reports/inbox.html", {
-            "user": user, "groups": reports.inbox(db_session=db_session), "error": str(exc)},
-            status_code=422)
+            "user": user, "groups": reports.inbox(db_session=db_session), "error": str(exc),
+            "proposals": authoring.proposals(db_session=db_session)}, status_code=422)
     return RedirectResponse(f"/author/reports?done={report_id}", status_code=303)
 
 

@@ -12,11 +12,10 @@ from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.functions import FunctionElement
 
 from app.db import Base, utcnow
+from app.leases import DONE, FAILED, QUEUED, RUNNING
 
-FIT_QUEUED = "queued"
-FIT_RUNNING = "running"
-FIT_DONE = "done"
-FIT_FAILED = "failed"
+# A fit is a job with a lease (app/leases.py), as a verify run is.
+FIT_QUEUED, FIT_RUNNING, FIT_DONE, FIT_FAILED = QUEUED, RUNNING, DONE, FAILED
 # Why a fit was queued: the learner pressed the button, or the weekly refit found new reviews.
 FIT_ASKED = "asked"
 FIT_WEEKLY = "weekly"
@@ -56,8 +55,8 @@ class ReviewCard(Base):
     `due` is copied out of the JSON so the queue is one indexed range scan. `stability` is
     generated from the JSON by the database (virtual on SQLite, stored on PostgreSQL), so it
     can never disagree with it; with `last_review` it is indexed per learner and question,
-    so a class's mastery is summed from the index alone, no card's JSON parsed
-    (docs/performance.md, "The class page"). `last_rating` is the rating of the card's last
+    so a class's mastery is summed from the index alone, no card's JSON parsed.
+    `last_rating` is the rating of the card's last
     review, written with the schedule it made (record_review): mastery counts a card only
     if that review recalled it, and reads it here rather than searching the card's log.
     """

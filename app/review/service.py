@@ -12,27 +12,24 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
-from typing import Any
+from typing import Any, Protocol
 
 from fsrs import Card, Rating, Scheduler
 from fsrs import ReviewLog as FsrsReviewLog
 from fsrs.scheduler import DEFAULT_PARAMETERS
-from sqlalchemy import Connection, and_, bindparam, case, exists, func, insert, or_, select, update
+from sqlalchemy import Connection, bindparam, exists, func, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from app import ratelimit
+from app import leases, ratelimit
+from app.accounts.service import ensure_learner
 from app.db import utcnow
 from app.errors import InvalidInput
 from app.questions.models import STATUS_PUBLISHED, Question
-from app.quizzes.models import Attempt
 from app.review import fitting
 from app.review.models import (
     FIT_ASKED,
-    FIT_DONE,
-    FIT_FAILED,
     FIT_QUEUED,
-    FIT_RUNNING,
     FIT_WEEKLY,
     OUTCOME_FITTED,
     OUTCOME_NO_BETTER,
@@ -89,11 +86,10 @@ def fsrs_card(card: ReviewCard) -> Card:
 
 
 # Every answer schedules a card, so these statements are built once, as SQLAlchemy Core
-# with bound parameters. Through the ORM (load the card, change it, flush it with a new
-# log row) scheduling cost ~1 ms of Python per answer on the build machine, most of it
-# building statements and their cache keys; the same writes as prebuilt Core statements
-# cost a fifth of that (docs/performance.md). The columns' types still apply (JSON,
-# UTC datetimes), so both databases store exactly what the ORM would.
+# with bound parameters: through the ORM (load the card, change it, flush it with a new
+# log row) most of scheduling's time went to building statements and their cache keys.
+# The columns' types still apply (JSON, UTC datetimes), so both databases store exactly
+# what the ORM would.
 _CARD_OF = (select(ReviewCard.id, ReviewCard.card)
             .where(ReviewCard.learner_id == bindparam("learner_id"),
                    ReviewCard.question_id == bindparam("question_id")))
@@ -155,11 +151,28 @@ def scheduler_for(*, db_session: Session, learner_id: str) -> Scheduler:
     return _scheduler_of(db_session.connection(), learner_id)
 
 
-def record_review(*, db_session: Session, attempt: Attempt, confidence: str | None,
+class Answer(Protocol):
+    """What scheduling reads of a stored answer (app.quizzes.models.Attempt is one)."""
+
+    @property
+    def id(self) -> int: ...
+    @property
+    def learner_id(self) -> str: ...
+    @property
+    def question_id(self) -> int: ...
+    @property
+    def score(self) -> float: ...
+    @property
+    def correct(self) -> bool: ...
+    @property
+    def time_taken_ms(self) -> int | None: ...
+
+
+def record_review(*, db_session: Session, attempt: Answer, confidence: str | None,
                   now: datetime) -> int:
     """Schedule the learner's card for the attempt's question (made on first answer) and log
     it; returns the card's id."""
-    # Asked once: each Session.connection() walks the session's transaction state (~40 µs).
+    # Asked once: each Session.connection() walks the session's transaction state.
     conn = db_session.connection()
     card_id, state = _card_of(db_session, conn, attempt.learner_id, attempt.question_id, now)
     rating = rating_for(score=attempt.score, correct=attempt.correct, confidence=confidence,
@@ -317,10 +330,33 @@ def card_states(*, db_session: Session, learner_id: str) -> list[CardState]:
             for qid, due, card, reviewed, rating in rows]
 
 
-def learner_cards(*, db_session: Session, learner_id: str) -> list[ReviewCard]:
-    """Every card of the learner, by question id."""
-    return list(db_session.scalars(select(ReviewCard).where(ReviewCard.learner_id == learner_id)
-                                   .order_by(ReviewCard.question_id)))
+def due_before(*, db_session: Session, learner_id: str, at: datetime) -> dict[int, datetime | None]:
+    """For each card the learner has reviewed since `at`, by question id: when it was due as
+    it stood at `at` (its reviews before then replayed by the learner's scheduler), or None
+    for a card first reviewed since then. What the day looked like at its start, so a goal
+    counted from it stays put while the learner works through it."""
+    reviewed: dict[int, int] = {cid: qid for cid, qid in db_session.execute(
+        select(ReviewCard.id, ReviewCard.question_id)
+        .where(ReviewCard.learner_id == learner_id, ReviewCard.last_review >= at))}
+    if not reviewed:
+        return {}
+    scheduler = scheduler_for(db_session=db_session, learner_id=learner_id)
+    logs: dict[int, list[tuple[datetime, int]]] = {cid: [] for cid in reviewed}
+    for cid, when, rating in db_session.execute(
+            select(ReviewLog.card_id, ReviewLog.reviewed_at, ReviewLog.rating)
+            .where(ReviewLog.card_id.in_(list(reviewed)), ReviewLog.reviewed_at < at)
+            .order_by(ReviewLog.card_id, ReviewLog.reviewed_at, ReviewLog.id)):
+        logs[cid].append((_utc(when), rating))
+    out: dict[int, datetime | None] = {}
+    for cid, qid in reviewed.items():
+        if not logs[cid]:
+            out[qid] = None
+            continue
+        card = Card(card_id=cid, due=logs[cid][0][0])
+        for when, rating in logs[cid]:
+            card, _ = scheduler.review_card(card, Rating(rating), review_datetime=when)
+        out[qid] = _utc(card.due)
+    return out
 
 
 # The learner's own schedule: desired retention, fitted weights, and the fits that make them --
@@ -345,8 +381,6 @@ def get_schedule(*, db_session: Session, learner_id: str) -> LearnerSchedule | N
 
 
 def _schedule_row(db_session: Session, learner_id: str) -> LearnerSchedule:
-    from app.quizzes.service import ensure_learner
-
     row = db_session.get(LearnerSchedule, learner_id)
     if row is None:
         ensure_learner(db_session=db_session, learner_id=learner_id)
@@ -381,7 +415,7 @@ def reschedule_cards(*, db_session: Session, learner_id: str, scheduler: Schedul
     cards = dict(db_session.execute(cards_stmt).all())
     logs: dict[int, list[FsrsReviewLog]] = {}
     # The log's own card id is not used: a card merged from another identity's
-    # (accounts.learners.move_history) keeps its older card id in the JSON.
+    # (app.learners.service.move_history) keeps its older card id in the JSON.
     for card_id, rating, at in db_session.execute(
             select(ReviewLog.card_id, ReviewLog.rating, ReviewLog.reviewed_at)
             .where(ReviewLog.card_id.in_(list(cards)))
@@ -487,57 +521,24 @@ def queue_weekly_refits(*, db_session: Session, now: datetime, limit: int = 100)
     return len(learners)
 
 
-def _fit_claimable(now: datetime) -> Any:
-    return or_(ScheduleFit.status == FIT_QUEUED,
-               and_(ScheduleFit.status == FIT_RUNNING, ScheduleFit.lease_expires_at < now))
-
-
 def has_claimable_fit(*, db_session: Session) -> bool:
     """True when some fit waits for a worker (a read: no lock is taken)."""
-    return db_session.scalar(select(ScheduleFit.id).where(_fit_claimable(utcnow())).limit(1)) is not None
+    return db_session.scalar(select(ScheduleFit.id)
+                             .where(leases.claimable(ScheduleFit, utcnow())).limit(1)) is not None
 
 
 def claim_fit(*, db_session: Session, worker_id: str, lease_seconds: float) -> ScheduleFit | None:
-    """Take the oldest queued fit (or one whose lease ran out) and lease it to this worker:
-    `FOR UPDATE SKIP LOCKED` on PostgreSQL, one conditional UPDATE on SQLite (as claim_run)."""
-    now = utcnow()
-    expires = now + timedelta(seconds=lease_seconds)
-    pick = (select(ScheduleFit.id).where(_fit_claimable(now))
-            .order_by(ScheduleFit.requested_at, ScheduleFit.id).limit(1))
-    if db_session.get_bind().dialect.name == "postgresql":
-        pick = pick.with_for_update(skip_locked=True)
-    fit_id = db_session.scalar(pick)
-    if fit_id is None:
-        return None
-    claimed = db_session.scalar(
-        update(ScheduleFit).where(ScheduleFit.id == fit_id, _fit_claimable(now))
-        .values(status=FIT_RUNNING, lease_owner=worker_id, lease_expires_at=expires,
-                claimed_at=now, attempts=ScheduleFit.attempts + 1)
-        .returning(ScheduleFit.id))
-    if claimed is None:
-        return None
-    fit = db_session.get(ScheduleFit, claimed)
-    if fit is not None:
-        db_session.refresh(fit)
+    """Take the oldest queued fit (or one whose lease ran out) and lease it to this worker."""
+    fit: ScheduleFit | None = leases.claim(
+        db_session=db_session, job=ScheduleFit, worker_id=worker_id, lease_seconds=lease_seconds,
+        order_by=(ScheduleFit.requested_at, ScheduleFit.id))
     return fit
-
-
-def _owned(fit_id: int, worker_id: str) -> Any:
-    return and_(ScheduleFit.id == fit_id, ScheduleFit.lease_owner == worker_id,
-                ScheduleFit.status == FIT_RUNNING)
 
 
 def renew_fit_lease(*, db_session: Session, fit_id: int, worker_id: str, lease_seconds: float) -> bool:
     """Extend this worker's lease on the fit; False if it is no longer this worker's."""
-    res = db_session.execute(update(ScheduleFit).where(_owned(fit_id, worker_id)).values(
-        lease_expires_at=utcnow() + timedelta(seconds=lease_seconds)))
-    return bool(res.rowcount)  # type: ignore[attr-defined]
-
-
-def mark_fit_started(*, db_session: Session, fit_id: int, worker_id: str) -> None:
-    """Record when the fit began."""
-    db_session.execute(update(ScheduleFit).where(_owned(fit_id, worker_id))
-                       .values(started_at=utcnow()))
+    return leases.renew(db_session=db_session, job=ScheduleFit, job_id=fit_id,
+                        worker_id=worker_id, lease_seconds=lease_seconds)
 
 
 def complete_fit(*, db_session: Session, fit_id: int, worker_id: str, result: fitting.FitResult,
@@ -555,13 +556,10 @@ def complete_fit(*, db_session: Session, fit_id: int, worker_id: str, result: fi
         outcome = OUTCOME_TOO_FEW
     else:
         outcome = OUTCOME_FITTED if params is not None else OUTCOME_NO_BETTER
-    done = db_session.execute(
-        update(ScheduleFit).where(_owned(fit_id, worker_id))
-        .values(status=FIT_DONE, pending=None, outcome=outcome, reviews=result.reviews,
-                eligible=result.eligible, seconds=result.seconds, finished_at=now,
-                lease_owner=None, lease_expires_at=None,
-                failure_reason="; ".join(result.notes)[:2000] or None))
-    if not done.rowcount:  # type: ignore[attr-defined]
+    if not leases.finish(db_session=db_session, job=ScheduleFit, job_id=fit_id,
+                         worker_id=worker_id, pending=None, outcome=outcome,
+                         reviews=result.reviews, eligible=result.eligible, seconds=result.seconds,
+                         finished_at=now, failure_reason="; ".join(result.notes)[:2000] or None):
         return False
     if outcome == OUTCOME_TOO_FEW:
         return True
@@ -580,22 +578,14 @@ def complete_fit(*, db_session: Session, fit_id: int, worker_id: str, result: fi
 def fail_fit(*, db_session: Session, fit_id: int, worker_id: str, reason: str) -> str | None:
     """The fit could not run (its process died, it ran out of time): queue it again, or fail it
     after MAX_FIT_ATTEMPTS. The learner's schedule is untouched either way."""
-    final = ScheduleFit.attempts >= MAX_FIT_ATTEMPTS
-    status = db_session.scalar(
-        update(ScheduleFit).where(_owned(fit_id, worker_id))
-        .values(failure_reason=reason[:2000], lease_owner=None, lease_expires_at=None,
-                status=case((final, FIT_FAILED), else_=FIT_QUEUED),
-                pending=case((final, None), else_=True),
-                finished_at=case((final, utcnow()), else_=None))
-        .returning(ScheduleFit.status))
-    return str(status) if status is not None else None
+    return leases.fail(db_session=db_session, job=ScheduleFit, job_id=fit_id,
+                       worker_id=worker_id, reason=reason, max_attempts=MAX_FIT_ATTEMPTS,
+                       final={"pending": (None, True)})
 
 
 def release_fit(*, db_session: Session, fit_id: int, worker_id: str) -> None:
     """Give a claimed fit back without counting an attempt (a worker shutting down)."""
-    db_session.execute(update(ScheduleFit).where(_owned(fit_id, worker_id)).values(
-        status=FIT_QUEUED, lease_owner=None, lease_expires_at=None,
-        attempts=ScheduleFit.attempts - 1))
+    leases.release(db_session=db_session, job=ScheduleFit, job_id=fit_id, worker_id=worker_id)
 
 
 @dataclass

@@ -8,7 +8,16 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse, Response
 
-from app.deps import CSRF, ClockDep, CurrentLearner, FormDep, OptionalUser, SessionDep, is_htmx
+from app.deps import (
+    CSRF,
+    ClockDep,
+    CurrentLearner,
+    FormDep,
+    OptionalUser,
+    SessionDep,
+    client_ip,
+    is_htmx,
+)
 from app.errors import InvalidInput
 from app.questions import service as questions_service
 from app.quizzes.presenting import (
@@ -52,7 +61,7 @@ def review_page(
     published = published_or_404(db_session, question.slug)
     # Another variant than the one last answered, when the question has more than one.
     variant = shown_variant(db_session, published, learner_id)
-    ctx = {**standalone_context(db_session, published, learner_id, variant),
+    ctx = {**standalone_context(db_session, published, learner_id, variant, now=now),
            "question": question, "token": new_form_token(),
            "due_count": count, "card": due[0].card, "schedule": schedule,
            # Review is recall, like a quiz: the run comes after the answer.
@@ -77,7 +86,7 @@ def review_answer(
     now = clock.now()
     done = answer_standalone(db_session=db_session, question=question, learner_id=learner_id,
                              raw=raw, token=token, confidence=form.get("confidence"),
-                             now=now, variant=variant, part=part)
+                             now=now, variant=variant, part=part, client_ip=client_ip(request))
     ctx = {"question": question, "action": f"/review/{slug}/answer",
            "revision_id": question.revision_id, "report_action": f"/questions/{slug}/report",
            **topic_nav(db_session, question), "next_url": "/review", "due_count": None,

@@ -36,8 +36,8 @@ log = logging.getLogger("ddpdrill.fits")
 POLL_SECONDS = 2.0
 # How often each process looks for learners due their weekly refit.
 SWEEP_SECONDS = 3600.0
-# A fit running longer than this is stopped and counted as a failed attempt: 2,000 reviews
-# take ~5 s of CPU (docs/performance.md), and the Optimizer reads at most 64 per card.
+# A fit running longer than this is stopped and counted as a failed attempt: a fit of a
+# learner's thousands of reviews takes seconds, and the Optimizer reads at most 64 per card.
 FIT_TIMEOUT_S = 300.0
 # What the child may print on stderr that is kept as the failure's reason.
 MAX_CHILD_STDERR = 2000
@@ -112,7 +112,6 @@ class FitWorker:
             if fit is None:
                 return False
             fit_id, learner_id = fit.id, fit.learner_id
-            review.mark_fit_started(db_session=s, fit_id=fit_id, worker_id=self.worker_id)
         self.current_fit_id = fit_id
         try:
             with session_scope(self.read_factory) as s:

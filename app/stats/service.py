@@ -100,7 +100,7 @@ def _items(question_id: int | None, question_ids: list[int] | None) -> Any:
     A learner's first attempt at a question is their lowest-id one: attempts are only ever
     inserted as they are answered (and a merged history keeps its ids), so it is the earliest,
     and MIN(id) per (learner, question) walks the (learner_id, question_id) index where a
-    window function would sort every attempt (4x slower on SQLite: docs/performance.md)."""
+    window function would sort every attempt (far slower on SQLite)."""
     first_ids = select(func.min(Attempt.id).label("id")).group_by(Attempt.learner_id,
                                                                   Attempt.question_id)
     judged = (Attempt.question_id == question_id if question_id is not None

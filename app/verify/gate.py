@@ -9,12 +9,13 @@ and the expectations are bound to the answer key without disagreement
 explained; a numeric key equal to the measured value). Both write the outcome as
 a `Verdict` with the same shape.
 
-An exercise is gated on each audited combination: its reference solution must
-pass every check (visible and hidden); its starter must fail at least one check
-somewhere, or there is nothing for the learner to fix; and each of its known-wrong
-solutions (`exercise.wrong`) must fail at least one check somewhere, or the checks
-let that mistake through (`problems` names it). `reference: true` checks compare
-each run with the reference solution's run of the same combination.
+An exercise is gated on each audited combination: its reference solution and every
+other right solution (`exercise.right`) must pass every check (visible and hidden);
+its starter must fail at least one check somewhere, or there is nothing for the
+learner to fix; and each of its known-wrong solutions (`exercise.wrong`) must fail
+at least one check somewhere, or the checks let that mistake through (`problems`
+names it). Every exercise run carries the reference solution's values, bytes and
+memory marks, measured by its drivers on the same data.
 
 A question with variables is gated on every variant: each variant's rendered
 document (its variables in the runs' params, its world_size the ranks) times its
@@ -27,29 +28,29 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from app.questions.binding import key_binding_problems
 from app.questions.models import STATUS_PUBLISHED, Question, QuestionRevision
-from app.questions.schema import (
-    FieldError,
-    QuestionDoc,
-    WrongSolution,
-    describe_variant,
-    key_binding_problems,
-    show_value,
-)
+from app.questions.schema import FieldError, QuestionDoc, RightSolution, WrongSolution
 from app.questions.service import render_variant, revision_doc
+from app.questions.values import describe_variant, show_value
 from app.verify import service
 from app.verify.engine.result import RunResult
 from app.verify.expectations import CheckResult, evaluate
 from app.verify.models import RUN_DONE, RUN_FAILED, RUN_QUEUED, RUN_RUNNING, Run, Verdict
+from app.verify.results import result_of
 
 ROLE_QUESTION = "question"
 ROLE_REFERENCE = "reference"
 ROLE_STARTER = "starter"
 ROLE_WRONG = "wrong"
+ROLE_RIGHT = "right"
 # Roles that must fail a check somewhere (the learner's code is never gated).
 _MUST_FAIL = (ROLE_STARTER, ROLE_WRONG)
+# Roles that must pass every check on every combination.
+_MUST_PASS = (ROLE_REFERENCE, ROLE_RIGHT)
 
 
 @dataclass
@@ -61,13 +62,14 @@ class ComboCheck:
     run: Run | None
     result: RunResult | None = None
     checks: list[CheckResult] = field(default_factory=list)
-    # "question" (an ordinary snippet), or for an exercise "reference", "starter" or "wrong".
+    # "question" (an ordinary snippet), or for an exercise "reference", "right", "starter" or
+    # "wrong".
     role: str = ROLE_QUESTION
     # Which variant of a question with variables (None without), and its variables' values.
     variant: int | None = None
     variant_params: dict[str, Any] | None = None
-    # For role "wrong": which known-wrong solution this is.
-    wrong: WrongSolution | None = None
+    # For role "wrong" (or "right"): which known-wrong (or other right) solution this is.
+    wrong: WrongSolution | RightSolution | None = None
     # The run cache's key of this combination's request.
     key: str = ""
     # A starter's or wrong solution's combination left unrun because another combination
@@ -80,8 +82,8 @@ class ComboCheck:
 
     @property
     def role_label(self) -> str:
-        """The role as a person reads it: a wrong solution by its file."""
-        return f"wrong {self.wrong.file}" if self.wrong is not None else self.role
+        """The role as a person reads it: a wrong (or right) solution by its file."""
+        return f"{self.role} {self.wrong.file}" if self.wrong is not None else self.role
 
     @property
     def where(self) -> str:
@@ -147,7 +149,7 @@ class ComboCheck:
         if self.variant is not None:
             data.update(variant=self.variant, variant_params=self.variant_params)
         if self.wrong is not None:
-            data["wrong"] = {"file": self.wrong.file, "why": self.wrong.why}
+            data[self.role] = {"file": self.wrong.file, "why": self.wrong.why}
         if self.needless:
             data["needless"] = True
         if self.result is not None and self.result.tampered:
@@ -173,7 +175,7 @@ class Gate:
         """Each known-wrong solution with its combinations, in the exercise's order."""
         out: dict[str, tuple[WrongSolution, list[ComboCheck]]] = {}
         for c in self.combos:
-            if c.role == ROLE_WRONG and c.wrong is not None:
+            if c.role == ROLE_WRONG and isinstance(c.wrong, WrongSolution):
                 out.setdefault(c.wrong.file, (c.wrong, []))[1].append(c)
         return list(out.values())
 
@@ -193,7 +195,7 @@ class Gate:
         if not (self.has_snippet and self.combos) or self.binding_problems:
             return False
         if self.is_exercise:
-            refs = [c for c in self.combos if c.role == ROLE_REFERENCE]
+            refs = [c for c in self.combos if c.role in _MUST_PASS]
             starters = [c for c in self.combos if c.role == ROLE_STARTER]
             wrongs = all(any(c.passed for c in combos) for _, combos in self.wrong_solutions())
             return (bool(refs) and all(c.passed for c in refs) and any(c.passed for c in starters)
@@ -227,10 +229,15 @@ class Gate:
         if self.pending:
             return "runs are still in progress"
         if self.is_exercise:
-            refs = [c for c in self.combos if c.role == ROLE_REFERENCE]
-            bad = sum(1 for c in refs if not c.passed)
-            if bad:
-                return (f"the reference solution fails its checks on {_combinations(bad)}")
+            bad_ref = sum(1 for c in self.combos if c.role == ROLE_REFERENCE and not c.passed)
+            if bad_ref:
+                return f"the reference solution fails its checks on {_combinations(bad_ref)}"
+            rights = sorted({c.wrong.file for c in self.combos
+                             if c.role == ROLE_RIGHT and c.wrong is not None and not c.passed})
+            if rights:
+                return ("the right solution" + ("s " if len(rights) > 1 else " ")
+                        + ", ".join(rights) + " fail" + ("" if len(rights) > 1 else "s")
+                        + " a check: the checks reject a correct way of writing it")
             if not any(c.passed for c in self.combos if c.role == ROLE_STARTER):
                 return "the starter passes every check: there is nothing for the learner to fix"
             problems = self.problems()
@@ -257,18 +264,27 @@ def combo_key(world_size: int, params: dict[str, Any]) -> str:
 
 
 @dataclass(frozen=True)
-class _Planned:
+class Planned:
     role: str
     variant: int | None
     doc: QuestionDoc  # the variant's rendered document (the question itself without variables)
     req: service.RunRequest
-    wrong: WrongSolution | None = None
+    wrong: WrongSolution | RightSolution | None = None
+
+
+def planned(
+    doc: QuestionDoc, *, key: str, revision_id: int, versions: tuple[str, str],
+    requested_by: str | None = None,
+) -> list[Planned]:
+    """Every run the gate plans for a revision (each variant, role and audited combination)."""
+    return _planned(doc, key=key, revision_id=revision_id, versions=versions,
+                    requested_by=requested_by)
 
 
 def _planned(
     doc: QuestionDoc, *, key: str, revision_id: int, versions: tuple[str, str],
     requested_by: str | None,
-) -> list[_Planned]:
+) -> list[Planned]:
     if doc.verify is None or doc.snippet_text is None:
         return []
     torch_v, harness_v = versions
@@ -276,15 +292,17 @@ def _planned(
     for i in range(doc.variant_count):
         variant = render_variant(doc=doc, key=key, variant=i)
         assert variant.verify is not None and variant.snippet_text is not None
-        codes: list[tuple[str, str, WrongSolution | None]] = [
+        codes: list[tuple[str, str, WrongSolution | RightSolution | None]] = [
             (ROLE_QUESTION, variant.snippet_text, None)]
         if variant.exercise is not None:
             codes = [(ROLE_REFERENCE, service.exercise_code(variant, variant.exercise.solution_code or ""),
                       None),
+                     *((ROLE_RIGHT, service.exercise_code(variant, r.code or ""), r)
+                       for r in variant.exercise.right),
                      (ROLE_STARTER, service.exercise_code(variant, variant.snippet_text), None),
                      *((ROLE_WRONG, service.exercise_code(variant, w.code or ""), w)
                        for w in variant.exercise.wrong)]
-        out += [_Planned(role, i if doc.variables else None, variant,
+        out += [Planned(role, i if doc.variables else None, variant,
                          service.request_for(variant, combo, torch_version=torch_v,
                                              harness_version=harness_v, revision_id=revision_id,
                                              requested_by=requested_by, code=code), wrong)
@@ -292,13 +310,13 @@ def _planned(
     return out
 
 
-def _solution(role: str, wrong: WrongSolution | None,
+def _solution(role: str, wrong: WrongSolution | RightSolution | None,
               variant: int | None) -> tuple[str, str | None, int | None]:
     """Which code of a question a combination runs: its role, wrong file and variant."""
     return role, wrong.file if wrong is not None else None, variant
 
 
-def _first_of_each_solution(planned: list[_Planned]) -> list[_Planned]:
+def _first_of_each_solution(planned: list[Planned]) -> list[Planned]:
     """Every combination of the question and of the reference solution, and the first of
     each starter and wrong solution (per variant): the one run that usually shows it fail."""
     seen: set[tuple[str, str | None, int | None]] = set()
@@ -391,15 +409,12 @@ def check(*, db_session: Session, revision: QuestionRevision, versions: tuple[st
     found = [(p, service.find_live(db_session=db_session, key=p.req.key)) for p in planned]
     if ran is not None:
         found = [(p, run if run is not None and run.id in ran else None) for p, run in found]
-    results = [(service.result_of(run) if run is not None else None) for _, run in found]
-    references = {(p.variant, combo_key(p.req.world_size, p.req.params)): result
-                  for (p, _), result in zip(found, results, strict=True) if p.role == ROLE_REFERENCE}
+    results = [(result_of(run) if run is not None else None) for _, run in found]
     combos = []
     for (p, run), result in zip(found, results, strict=True):
         assert p.doc.verify is not None
         req = p.req
-        reference = references.get((p.variant, combo_key(req.world_size, req.params)))
-        checks = (evaluate(p.doc.verify.expect, result, req.params, req.world_size, reference)
+        checks = (evaluate(p.doc.verify.expect, result, req.params, req.world_size, p.doc.trace)
                   if result else [])
         combos.append(ComboCheck(req.params, req.world_size, run, result, checks, p.role, p.variant,
                                  doc.variant_params(p.variant) if p.variant is not None else None,
@@ -417,3 +432,25 @@ def record(*, db_session: Session, gate: Gate) -> Verdict:
     return service.record_verdict(db_session=db_session, revision_id=gate.revision_id,
                                   torch_version=gate.torch_version, passed=gate.passed,
                                   checks=[c.to_json() for c in gate.combos])
+
+
+# The prefill's runs (queued after an import or a publish) are the gate's own combinations: once
+# they are all done, the revision's verdict is recorded as `bank verify` would, so no question
+# whose every run is cached reads "unverified".
+PREFILL = "prefill"
+
+
+def record_if_complete(*, db_session: Session, revision_id: int,
+                       versions: tuple[str, str]) -> Verdict | None:
+    """Record the gate's verdict of a revision once every audited combination has a finished
+    run on this torch version, unless one is recorded for this version already; the verdict,
+    or None when none was recorded."""
+    known = db_session.scalar(select(Verdict.id).where(
+        Verdict.revision_id == revision_id, Verdict.torch_version == versions[0]).limit(1))
+    revision = db_session.get(QuestionRevision, revision_id)
+    if known is not None or revision is None:
+        return None
+    g = check(db_session=db_session, revision=revision, versions=versions)
+    if not g.has_snippet or not g.complete:
+        return None
+    return record(db_session=db_session, gate=g)

@@ -9,11 +9,10 @@ from sqlalchemy import JSON, ForeignKey, Index, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.db import Base, utcnow
+from app.leases import DONE, FAILED, QUEUED, RUNNING
 
-RUN_QUEUED = "queued"
-RUN_RUNNING = "running"
-RUN_DONE = "done"
-RUN_FAILED = "failed"
+# A run is a job with a lease (app/leases.py).
+RUN_QUEUED, RUN_RUNNING, RUN_DONE, RUN_FAILED = QUEUED, RUNNING, DONE, FAILED
 
 # Queue priorities, claimed lowest first. A learner's own exercise code is never shared
 # or cached for anyone else, so it waits behind every run an author or a cache needs.
@@ -44,6 +43,9 @@ class Run(Base):
     requested_by: Mapped[str | None] = mapped_column(String(64))
     # The client address, for the per-address limit on fresh runs.
     requested_ip: Mapped[str | None] = mapped_column(String(64))
+    # Whose share of the private lane a run is (queue.claim_run): a signed-in class member's
+    # own account ("account:<learner>"); None for everyone else, whose share is the address.
+    share_key: Mapped[str | None] = mapped_column(String(200))
     priority: Mapped[int] = mapped_column(default=PRIORITY_SHARED, server_default="0")
 
     status: Mapped[str] = mapped_column(String(16), default=RUN_QUEUED)

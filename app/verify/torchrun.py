@@ -21,7 +21,7 @@ From DDP Drill (question: {slug}{variant}). Run it with:
     torchrun --nproc_per_node={world_size} {filename}
 
 It sets up what DDP Drill's harness gives a snippet (a gloo process group and the
-globals rank, world_size, params and report), then runs the snippet unchanged. The
+globals rank, world_size, params, report and artifact), then runs the snippet unchanged. The
 process group times out after {timeout_s:g} s, as on DDP Drill (whose run is stopped
 at {run_timeout_s:g} s), so a rank left waiting in a collective raises instead of
 waiting for gloo's 30-minute default.
@@ -63,6 +63,19 @@ def report(name, value):
     print(f"[rank {{rank}}] {{name}} = {{json.dumps(value, default=str)}}", flush=True)
 
 
+def artifact(name, kind, source):
+    """Save what DDP Drill draws from torch's own tools: a profile as a Chrome trace (open it
+    in Perfetto or chrome://tracing), a flight-recorder dump or a memory account as JSON."""
+    if kind == "profile":
+        path = f"{{name}}-rank{{rank}}.trace.json"
+        source.export_chrome_trace(path)
+    else:
+        path = f"{{name}}-rank{{rank}}.json"
+        with open(path, "w") as out:
+            json.dump(source, out, default=str, indent=1)
+    print(f"[rank {{rank}}] artifact {{name}} ({{kind}}) written to {{path}}", flush=True)
+
+
 def outcome(exc):
     """The outcome DDP Drill's diagnosis gives this rank."""
     text = f"{{type(exc).__name__}}: {{exc}}"
@@ -77,7 +90,7 @@ SNIPPET = {snippet!r}
 try:
     exec(compile(SNIPPET, "snippet.py", "exec"), {{
         "__name__": "__snippet__", "rank": rank, "world_size": world_size,
-        "params": params, "report": report,
+        "params": params, "report": report, "artifact": artifact,
     }})
 except BaseException as exc:  # the outcome is printed, then the rank fails as it did
     traceback.print_exc()

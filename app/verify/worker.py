@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from app import metrics
 from app.db import read_sessionmaker, session_scope, utcnow
 from app.settings import Settings
-from app.verify import service
+from app.verify import gate, queue, results, service
 from app.verify.models import RUN_FAILED
 
 log = logging.getLogger("ddpdrill.worker")
@@ -45,8 +45,10 @@ class Job:
     world_size: int
     params: dict[str, Any]
     timeout_s: float
-    # The ranks' niceness (app.verify.service.claim_run decides it).
+    # The ranks' niceness (app.verify.queue.nice_for decides it).
     nice: int = 0
+    # A prefill run's revision: its gate's verdict is recorded once its runs are all done.
+    verdict_for: int | None = None
 
 
 def new_worker_id() -> str:
@@ -65,7 +67,7 @@ class Worker:
         wakeup: threading.Event | None = None,
         engine_factory: Callable[[], Any] | None = None,
         worker_id: str | None = None,
-        lane: str = service.LANE_ANY,
+        lane: str = queue.LANE_ANY,
     ) -> None:
         self.factory = factory
         self.read_factory = read_sessionmaker(factory.kw["bind"])
@@ -94,26 +96,27 @@ class Worker:
         # worker's poll is then a read.
         if not self._found_last:
             with session_scope(self.read_factory) as s:
-                if not service.has_claimable(db_session=s,
-                                             shared_only=self.lane == service.LANE_SHARED):
+                if not queue.has_claimable(db_session=s,
+                                             shared_only=self.lane == queue.LANE_SHARED):
                     return None
         self._found_last = False  # and so if the claim fails (a lock, a blip): read first again
         with session_scope(self.factory) as s:
-            run = service.claim_run(db_session=s, worker_id=self.worker_id,
+            run = queue.claim_run(db_session=s, worker_id=self.worker_id,
                                     lease_seconds=self.settings.lease_seconds, lane=self.lane)
             if run is None:
                 return None
             self._found_last = True
             metrics.RUNS_CLAIMED.inc()
             return Job(run.id, run.snippet_text, run.world_size, dict(run.params or {}),
-                       run.timeout_s, service.nice_for(db_session=s, run=run))
+                       run.timeout_s, queue.nice_for(db_session=s, run=run),
+                       run.question_revision_id if run.requested_by == gate.PREFILL else None)
 
     def _renew_until(self, job: Job, done: threading.Event) -> None:
         interval = max(0.1, self.settings.lease_seconds / RENEWALS_PER_LEASE)
         while not done.wait(interval):
             try:
                 with session_scope(self.factory) as s:
-                    if not service.renew_lease(db_session=s, run_id=job.run_id,
+                    if not queue.renew_lease(db_session=s, run_id=job.run_id,
                                                worker_id=self.worker_id,
                                                lease_seconds=self.settings.lease_seconds):
                         log.warning("lost the lease on run %s", job.run_id)
@@ -149,20 +152,32 @@ class Worker:
         renewer.join(timeout=5)
         try:
             with session_scope(self.factory) as s:
-                stored = service.complete_run(db_session=s, run_id=job.run_id,
+                stored = queue.complete_run(db_session=s, run_id=job.run_id,
                                               worker_id=self.worker_id, result=result)
-        except service.InvalidResult as exc:
+        except results.InvalidResult as exc:
             self._fail(job, str(exc))
             return
         if stored:
             self.completed += 1
+            if job.verdict_for is not None:
+                self._record_verdict(job.verdict_for)
             self.finished_run(job.run_id)
         else:
             log.warning("run %s finished after its lease passed to another worker", job.run_id)
 
+    def _record_verdict(self, revision_id: int) -> None:
+        """The prefill's last run of a revision done: record its gate's verdict (a failure to
+        is logged; the next prefill or `bank verify` records it)."""
+        try:
+            with session_scope(self.factory) as s:
+                gate.record_if_complete(db_session=s, revision_id=revision_id,
+                                        versions=service.engine_versions())
+        except Exception:
+            log.exception("recording the verdict of revision %s failed", revision_id)
+
     def _fail(self, job: Job, reason: str) -> None:
         with session_scope(self.factory) as s:
-            status = service.fail_attempt(db_session=s, run_id=job.run_id,
+            status = queue.fail_attempt(db_session=s, run_id=job.run_id,
                                           worker_id=self.worker_id, reason=reason)
         if status == RUN_FAILED:
             self.finished_run(job.run_id)
@@ -177,7 +192,7 @@ class Worker:
         """
         try:
             with session_scope(self.read_factory) as s:
-                expiry = service.next_lease_expiry(db_session=s)
+                expiry = queue.next_lease_expiry(db_session=s)
         except Exception:
             log.exception("worker %s: reading leases failed", self.worker_id)
             return POLL_SECONDS
@@ -246,7 +261,7 @@ class WorkerPool:
         self.factory = factory
         self.stop = threading.Event()
         self.wakeup = threading.Event()
-        lanes = [service.LANE_SHARED if i == 0 and count > 1 else service.LANE_ANY
+        lanes = [queue.LANE_SHARED if i == 0 and count > 1 else queue.LANE_ANY
                  for i in range(count)]
         self.workers = [Worker(factory, settings, stop=self.stop, wakeup=self.wakeup, lane=lane)
                         for lane in lanes]
@@ -301,4 +316,4 @@ class WorkerPool:
             run_id = w.current_run_id
             if run_id is not None:
                 with session_scope(w.factory) as s:
-                    service.release_run(db_session=s, run_id=run_id, worker_id=w.worker_id)
+                    queue.release_run(db_session=s, run_id=run_id, worker_id=w.worker_id)

@@ -3,11 +3,10 @@ import torch
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-torch.manual_seed(0)
 model = nn.Linear(4, 1)
 ddp = DDP(model)
 opt = torch.optim.SGD(model.parameters(), lr=0.1)
-batches = [torch.full((2, 4), float(rank + i + 1)) for i in range(3 if rank == 0 else 2)]
+batches = [torch.randn(2, 4) for i in range(3 if rank == 0 else 2)]
 
 steps = 0
 for x in batches:

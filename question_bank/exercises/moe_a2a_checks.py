@@ -1,37 +1,23 @@
-# Checks: 2 experts per rank (expert e on rank e // 2), 6 tokens per rank routed unevenly, and
-# a second round where every token goes to expert 1, so that most ranks receive nothing. The
-# output is compared with every expert applied to its tokens on one process. The engine
-# counts the all_to_all_single calls.
+# Checks: 2 experts per rank (expert e on rank e // 2), each rank's experts and tokens drawn
+# from its own secret seed (no rank knows another's), 64 tokens of width 64 per rank routed
+# unevenly, then a second round where every token goes to expert 1, so that most ranks
+# receive nothing. The outputs are compared, in the app, with the reference solution's on
+# the same data; the driver counts the all_to_all_single calls and the bytes each rank sends.
 import torch as _torch
 from torch import nn as _nn
 
-_D, _T, _PER = 4, 6, 2
-
-
-def _expert(e):
-    _torch.manual_seed(1000 + e)
-    return _nn.Linear(_D, _D)
-
-
-_all = [_expert(e) for e in range(_PER * world_size)]
-_mine = {e: _all[e] for e in range(_PER * rank, _PER * (rank + 1))}
-
-
-def _round(r, case):
-    g = _torch.Generator().manual_seed(10 * case + r)
-    x = _torch.randn(_T, _D, generator=g)
-    if case == 1:  # uneven and asymmetric: rank r sends rank j a different count than j sends r
-        ids = (_torch.arange(_T) * (r + 1)) % (_PER * world_size)
-    else:
-        ids = _torch.ones(_T, dtype=_torch.long)
-    return x, ids
-
+_D, _T, _PER = 64, 64, 2
+_own = _torch.Generator().manual_seed(rank_seed)
+_torch.manual_seed(rank_seed)
+_mine = {e: _nn.Linear(_D, _D) for e in range(_PER * rank, _PER * (rank + 1))}
 
 for _case in (1, 2):
-    _x, _ids = _round(rank, _case)
+    _x = _torch.randn(_T, _D, generator=_own)
+    if _case == 1:  # uneven and asymmetric, some counts 0 on 4 ranks
+        _ids = _torch.randint(0, _PER * world_size - 1, (_T,), generator=_own)
+    else:
+        _ids = _torch.ones(_T, dtype=_torch.long)
     with _torch.no_grad():
         _out = moe_forward(_x, _ids, _mine, _PER)
-        _dense = _torch.stack([_all[int(e)](t) for t, e in zip(_x, _ids)])
-    report(f"output_{_case}", _out)
-    report(f"output_{_case}_ok", bool(_torch.allclose(_out, _dense, atol=1e-6)))
-report("routed_to", _torch.bincount(_round(rank, 1)[1] // _PER, minlength=world_size))
+    report(f"output_{_case}", _out[:, :16])
+    report(f"output_{_case}_sum", _out.double().sum(dim=1))

@@ -94,6 +94,17 @@ else:
     dist.all_to_all_single(back, y, output_split_sizes=send_counts.tolist(),
                            input_split_sizes=recv_counts.tolist())   # 4) combine: the mirror image
     t3 = sent_so_far()
+
+    # What the dispatch really delivered here: every rank's tokens are seeded, so each
+    # received row is looked up among them. A token routed to this expert that never
+    # arrived was dropped by its sender; one all_reduce adds the drops up per sender.
+    inputs = [torch.randn(TOKENS, WIDTH, generator=torch.Generator().manual_seed(100 + r))
+              for r in range(E)]
+    delivered = torch.tensor([int((recv[:, None, :] == inputs[r][None]).all(-1).any(-1).sum())
+                              for r in range(E)])
+    routed_here = torch.full((E,), int((expert_of == rank).sum()))   # every rank routes alike
+    dropped_by = routed_here - delivered
+    dist.all_reduce(dropped_by)
     dist.barrier()                       # nobody closes its sockets before all have read them
 
     out = torch.zeros(TOKENS, WIDTH)     # a dropped token contributes nothing (the residual carries it)
@@ -105,8 +116,9 @@ else:
     report("matches_reference", torch.allclose(out, want, atol=1e-4))
     report("send_counts", send_counts)
     report("recv_counts", recv_counts)
-    report("tokens_received", int(recv_counts.sum()))
-    report("tokens_dropped", int((~keep).sum()))
+    report("tokens_received", int(delivered.sum()))          # rows found in the dispatch's output
+    report("delivered_from", delivered)
+    report("tokens_dropped", int(dropped_by[rank]))          # this rank's tokens that never arrived
     report("counts_bytes", t1 - t0 - barrier_cost)
     report("dispatch_kib", round(dispatch_kib, 1))
     report("combine_kib", round(combine_kib, 1))

@@ -9,7 +9,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from app.accounts.models import AuditEntry
 from app.questions.models import Question, QuestionRevision
 from tests.authoring.helpers import create_question, editor_data, htmx, save_editor
-from tests.factories import Account, count, parse, parse_fragment
+from tests.factories import Account, count, parse, parse_fragment, text
 
 
 def _question(session_factory: sessionmaker[Session], slug: str) -> Question:
@@ -206,10 +206,12 @@ def test_list_filters_by_topic_status_tag_difficulty_text_and_verification(
                                                            "HX-Target": "question-rows"})
     assert parse_fragment(frag).select_one("#question-rows") is not None
     assert "<html" not in frag.text
-    # An author can open their own question, not an imported one.
+    # An author opens their own question to edit it, an imported one to propose an edit.
     page = parse(author_client.get("/author"))
     assert page.select_one("tr[data-slug=mine-one] a")["href"] == "/author/questions/mine-one"
-    assert page.select_one("tr[data-slug=fixture-single] a") is None
+    assert "propose an edit" not in text(page.select_one("tr[data-slug=mine-one]"))
+    assert page.select_one("tr[data-slug=fixture-single] a")["href"] == "/author/questions/fixture-single"
+    assert "propose an edit" in text(page.select_one("tr[data-slug=fixture-single]"))
 
 
 def test_the_editor_shows_only_the_fields_of_the_questions_type(author_client: TestClient) -> None:

@@ -18,7 +18,7 @@ from app.questions.bank import load_bank
 from app.verify import knobs
 from app.verify.models import Run
 from tests.authoring.helpers import editor_data
-from tests.factories import htmx_headers, import_folder, parse
+from tests.factories import answered, htmx_headers, import_folder, parse
 
 # Values that a lossy codec gets wrong: non-ASCII, nested lists, booleans next to numbers.
 VALUES: list[Any] = ["größe", "plain", [[3, 2], [1]], True, False, 1, 2.5]
@@ -95,6 +95,7 @@ def test_resolve_refuses_true_for_one_and_accepts_two_point_zero_for_two(tmp_pat
 def test_the_learner_form_runs_the_chosen_value(
     client: TestClient, codec_question: str, session_factory: sessionmaker[Session], value: Any
 ) -> None:
+    answered(client, codec_question, "a")  # a run is the answered learner's
     page = parse(client.get(f"/questions/{codec_question}"))
     option_values = [o["value"] for o in page.select('select[name="knob.value"] option')]
     assert knobs.encode(value) in option_values
@@ -122,6 +123,7 @@ def test_the_editor_run_now_runs_the_chosen_value(
 def test_the_api_runs_the_chosen_value(
     client: TestClient, codec_question: str, session_factory: sessionmaker[Session], value: Any
 ) -> None:
+    answered(client, codec_question, "a")  # a run is the answered learner's
     response = client.post(f"/api/v1/questions/{codec_question}/verify",
                            json={"params": {"value": value}})
     assert response.status_code == 200, response.text

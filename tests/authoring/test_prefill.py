@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 from fastapi.testclient import TestClient
-from sqlalchemy import select
+from sqlalchemy import delete, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.authoring import bankfiles
 from app.questions.models import STATUS_PUBLISHED, Question
 from app.questions.service import revision_doc
+from app.settings import Settings
 from app.verify import gate, service
 from app.verify.audit import queue_published
-from app.verify.models import RUN_QUEUED, Run
+from app.verify.models import RUN_QUEUED, Run, Verdict
+from app.verify.worker import Worker
 from tests.factories import FIXTURE_BANK, parse
 
 
@@ -57,3 +59,35 @@ def test_an_admin_import_queues_the_audited_runs_for_the_workers(
     assert admin_client.post("/admin/bank/import", data=fields).status_code == 200
     # TestClient runs the response's background tasks before returning.
     assert live_keys(session_factory) == audited_keys(session_factory) != set()
+
+
+def test_the_prefills_runs_record_the_gates_verdict_once_they_are_done(
+    loaded: None, session_factory: sessionmaker[Session], settings: Settings,
+    admin_client: TestClient,
+) -> None:
+    """Start-up runs are the gate's own: when a worker finishes the last of a revision's, its
+    verdict is recorded (as bank verify would), and a prefill that finds every run cached
+    records it at once; the author's list then reads "verified", not "unverified"."""
+    queue_published(session_factory)
+    with session_factory() as s:
+        assert s.scalars(select(Verdict)).all() == []
+    worker = Worker(session_factory, settings)
+    while worker.run_once():
+        pass
+    with session_factory() as s:
+        verdicts = s.scalars(select(Verdict)).all()
+        runnable = [q for q in s.scalars(select(Question).where(Question.status == STATUS_PUBLISHED,
+                                                                Question.has_snippet.is_(True)))]
+        assert {v.revision_id for v in verdicts} == {q.current_revision_id for q in runnable}
+        assert all(v.passed and v.torch_version == service.engine_versions()[0] for v in verdicts)
+        # Recorded once: another prefill of the same cached runs adds none.
+        s.execute(delete(Verdict).where(Verdict.revision_id == runnable[0].current_revision_id))
+        s.commit()
+    queue_published(session_factory)
+    queue_published(session_factory)
+    with session_factory() as s:
+        assert len(s.scalars(select(Verdict)).all()) == len(verdicts)
+    states = {row.select_one("code").get_text(): row.select("td")[4].get_text(strip=True)
+              for row in parse(admin_client.get("/author")).select("table.question-table tbody tr")}
+    assert {slug: state.split("torch")[0] for slug, state in states.items()
+            if state != "no snippet"} == {q.slug: "verified" for q in runnable}

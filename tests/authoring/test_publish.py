@@ -21,7 +21,7 @@ from app.settings import Settings
 from app.verify.models import RUN_QUEUED, Run, Verdict
 from app.verify.worker import Worker
 from tests.authoring.helpers import EXPECT_FAIL, create_question, editor_data, htmx, question_fields
-from tests.factories import count, parse, parse_fragment, shown_slug, start_quiz, submit_answer
+from tests.factories import answered, count, parse, parse_fragment, shown_slug, start_quiz, submit_answer
 
 
 def work(session_factory: sessionmaker[Session], settings: Settings) -> int:
@@ -300,4 +300,5 @@ def test_a_copy_run_again_with_ignore_the_cache_leaves_learners_their_run(
         assert s.scalars(select(Run.id).where(Run.live.is_(True))).all() == [shown]
     assert count(session_factory, Run) == 1
     learner = new_client()
+    answered(learner, "original", "a")  # a run is the answered learner's (app/reveal.py)
     assert learner.get(f"/api/v1/runs/{shown}").status_code == 200

@@ -102,7 +102,7 @@ def test_the_preview_shows_every_variant_with_its_key_and_computed_values(
     for card in cards:
         i = int(card["data-variant"])
         rendered = doc.render(i)
-        assert text(card.select_one("h3")).startswith(f"variant {i} (world_size=")
+        assert text(card.select_one("h3")).startswith(f"variant {i + 1} (world_size=")
         assert text(card.select_one(".preview-key")) == f"{rendered.answer.value:g}"
         computed = {text(r.select_one("th")): text(r.select_one("td")) for r in card.select(".computed tr")}
         assert set(computed) == {"per_rank_mb", "steps"}
@@ -137,7 +137,7 @@ def test_run_now_runs_every_variant_and_the_preview_then_shows_what_was_measured
                                  headers=htmx_headers(page))
         result = parse_fragment(done)
         assert result.select_one(".author-run")["data-status"] == "done"
-        assert f"variant {i} (" in text(result.select_one("h2"))
+        assert f"variant {i + 1} (" in text(result.select_one("h2"))
         assert [row["class"] for row in result.select(".checks tbody tr")] == [["pass"]] * 4
     frag = parse_fragment(admin_client.post("/author/preview/question", data=data,
                                             headers=htmx_headers(page)))
@@ -158,8 +158,8 @@ def test_run_now_runs_every_variant_and_the_preview_then_shows_what_was_measured
                              "csrf_token": data["csrf_token"]}, headers=htmx_headers(page))
     rows = parse_fragment(gate).select(".gate-combos tbody tr")
     assert [text(r.select_one(".combo-variant")) for r in rows] == [
-        "variant 0 (world_size=2, mib=1)", "variant 1 (world_size=2, mib=4)",
-        "variant 2 (world_size=4, mib=1)", "variant 3 (world_size=4, mib=4)"]
+        "variant 1 (world_size=2, mib=1)", "variant 2 (world_size=2, mib=4)",
+        "variant 3 (world_size=4, mib=1)", "variant 4 (world_size=4, mib=4)"]
     assert all(r["class"] == ["pass"] for r in rows)
     with session_factory() as s:
         priorities = sorted(r.priority for r in s.scalars(select(Run)))

@@ -31,12 +31,15 @@ def practise(settings: Settings, learner: str, now: datetime, *, share: float = 
         for slug in slugs[: int(len(slugs) * share)]:
             q = published_question(db_session=s, slug=slug)
             assert q is not None
-            doc = q.variant(0)
             # Cases and talk-throughs are answered in steps, exercises by code.
-            if doc.type not in ("single", "multi", "numeric", "trace"):
+            if q.doc.type not in ("single", "multi", "numeric", "trace"):
                 continue
-            key = correct_answer(doc)
             for _ in range(rng.randint(1, 3)):
+                # The variant the server draws for this learner now (another is refused).
+                variant = service.drawn_variant(db_session=s, learner_id=learner, question_id=q.id,
+                                                count=q.doc.variant_count)
+                doc = q.variant(variant)
+                key = correct_answer(doc)
                 at = now - timedelta(days=rng.uniform(0, 42))
                 right = rng.random() < (0.85 if q.topic < "j" else 0.5)
                 if right:
@@ -48,7 +51,7 @@ def practise(settings: Settings, learner: str, now: datetime, *, share: float = 
                 else:
                     raw = next((c.key for c in doc.choices if not c.correct), key)
                 service.answer_question(db_session=s, learner_id=learner, question=q,
-                                        raw_answer=raw, variant=0, token=None,
+                                        raw_answer=raw, variant=variant, token=None,
                                         time_taken_ms=rng.randint(8000, 90000),
                                         confidence=rng.choice(["sure", "unsure", "guessing", None]),
                                         now=at)

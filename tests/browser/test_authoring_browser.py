@@ -14,7 +14,7 @@ from app.accounts import service
 from app.db import make_engine, make_sessionmaker, session_scope
 from app.settings import Settings
 from tests.factories import FIXTURE_BANK
-from tests.servers import database_with, serve
+from tests.servers import PAGE_TIMEOUT_MS, database_with, serve
 
 pytestmark = pytest.mark.browser
 
@@ -39,7 +39,7 @@ def authoring_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 @pytest.fixture
 def page(browser: Any, authoring_server: str) -> Iterator[Any]:
     context = browser.new_context(base_url=authoring_server)
-    context.set_default_timeout(10_000)
+    context.set_default_timeout(PAGE_TIMEOUT_MS)
     page = context.new_page()
     yield page
     context.close()

@@ -16,7 +16,7 @@ import pytest
 from app.accounts import service as accounts
 from app.db import make_engine, make_sessionmaker, session_scope
 from tests.factories import FIXTURE_BANK
-from tests.servers import serve, settings_for
+from tests.servers import PAGE_TIMEOUT_MS, serve, settings_for
 
 pytestmark = pytest.mark.browser
 
@@ -44,7 +44,7 @@ def test_a_class_from_the_join_link_to_a_late_quiz_in_the_csv(
     browser: Any, class_server: str, tmp_path: Path,
 ) -> None:
     teacher = browser.new_context(base_url=class_server, accept_downloads=True)
-    teacher.set_default_timeout(10_000)
+    teacher.set_default_timeout(PAGE_TIMEOUT_MS)
     ida = teacher.new_page()
 
     # The instructor signs in and lands on their classes.
@@ -53,6 +53,8 @@ def test_a_class_from_the_join_link_to_a_late_quiz_in_the_csv(
     ida.locator("input[name=password]").fill(PASSWORD)
     ida.locator("form.login-form button[type=submit]").click()
     ida.wait_for_url("**/classes")
+    # The header's personal links load after the page (htmx); wait for them.
+    ida.locator("#me-nav.me-nav a[href='/classes']").wait_for()
     assert ida.locator("#me-nav a[href='/classes']").count() == 1
     ida.locator("#class-name").fill("Distributed training, spring")
     ida.get_by_role("button", name="Make the class").click()
@@ -66,6 +68,7 @@ def test_a_class_from_the_join_link_to_a_late_quiz_in_the_csv(
     ida.locator("#a-title").fill("Gradients by Monday")
     ida.locator("#a-opens").fill((now - timedelta(days=2)).strftime(FORM_TIME))
     ida.locator("#a-due").fill((now - timedelta(days=1)).strftime(FORM_TIME))
+    ida.locator("details.exact-questions > summary").click()
     ida.locator(".question-picks summary", has_text="Basics").click()
     ida.locator("label", has_text="Fixture single choice").locator("input[type=checkbox]").check()
     ida.get_by_role("button", name="Set the assignment").click()
@@ -74,7 +77,7 @@ def test_a_class_from_the_join_link_to_a_late_quiz_in_the_csv(
 
     # The learner opens the link, sees what the instructor will see, signs up and joins.
     student = browser.new_context(base_url=class_server, viewport={"width": 390, "height": 860})
-    student.set_default_timeout(10_000)
+    student.set_default_timeout(PAGE_TIMEOUT_MS)
     lena = student.new_page()
     lena.goto(join_url)
     disclosure = lena.locator("ul.disclosure").inner_text()
@@ -106,7 +109,7 @@ def test_a_class_from_the_join_link_to_a_late_quiz_in_the_csv(
     ida.reload()
     cell = ida.locator(f"table.completion tr[data-member='{class_id}'] td[data-assignment]")
     assert cell.inner_text().split() == ["late", "100%"]
-    assert ida.locator("table.heatmap tr[data-member]").count() == 1
+    assert ida.locator("table.round-heatmap tr[data-member]").count() == 1
     with ida.expect_download() as download:
         ida.get_by_role("link", name="Download scores (CSV)").click()
     saved = tmp_path / "scores.csv"

@@ -14,7 +14,7 @@ from app.accounts import service as accounts
 from app.db import make_engine, make_sessionmaker, session_scope
 from app.settings import Settings
 from tests.factories import FIXTURE_BANK
-from tests.servers import serve, settings_for
+from tests.servers import PAGE_TIMEOUT_MS, serve, settings_for
 
 pytestmark = pytest.mark.browser
 
@@ -45,7 +45,7 @@ def test_sign_up_answer_with_confidence_review_a_day_later_and_report_a_problem(
 ) -> None:
     url, offset = learning_server
     context = browser.new_context(base_url=url, viewport={"width": width, "height": 900})
-    context.set_default_timeout(10_000)
+    context.set_default_timeout(PAGE_TIMEOUT_MS)
     page = context.new_page()
 
     # Sign up from the header (htmx replaces the header's links once the page has loaded).
@@ -108,7 +108,7 @@ def test_sign_up_answer_with_confidence_review_a_day_later_and_report_a_problem(
 
     # The author sees it in the inbox, grouped under the question.
     author = browser.new_context(base_url=url, viewport={"width": width, "height": 900})
-    author.set_default_timeout(10_000)
+    author.set_default_timeout(PAGE_TIMEOUT_MS)
     inbox = author.new_page()
     inbox.goto("/login?next=/author/reports")
     inbox.locator("#username").fill("alice")

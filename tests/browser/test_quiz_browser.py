@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from tests.factories import FIXTURE
+from tests.servers import PAGE_TIMEOUT_MS
 
 pytestmark = pytest.mark.browser
 
@@ -20,7 +21,7 @@ RIGHT_NUMBERS = {"fixture-numeric": "1400", "fixture-trace-buckets": "4"}
 @pytest.fixture
 def page(browser: Any, live_server: str) -> Any:
     context = browser.new_context(base_url=live_server)
-    context.set_default_timeout(10_000)
+    context.set_default_timeout(PAGE_TIMEOUT_MS)
     page = context.new_page()
     yield page
     context.close()
@@ -72,7 +73,7 @@ def test_a_quiz_in_chromium_swaps_each_graded_answer_in_and_ends_in_the_summary(
     page.wait_for_url("**/summary")
     assert tried_empty
     assert sorted(seen) == sorted(FIXTURE)
-    assert page.locator(".score-line").inner_text().startswith("5 out of 5")
+    assert page.locator(".score-line").inner_text().startswith("5 of 5 questions right · 100%")
     links = page.locator("ol.summary-questions a[href^='/questions/']")
     assert sorted(links.nth(i).get_attribute("href") for i in range(links.count())) == sorted(
         f"/questions/{s}" for s in FIXTURE)

@@ -12,7 +12,7 @@ import pytest
 from app.questions.bank import load_bank
 from app.quizzes.grading import correct_answer
 from tests.factories import VARIANT_BANK
-from tests.servers import serve, settings_for
+from tests.servers import PAGE_TIMEOUT_MS, serve, settings_for
 
 pytestmark = pytest.mark.browser
 
@@ -30,7 +30,7 @@ def variant_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 def _context(browser: Any, url: str, width: int = 1280) -> Any:
     context = browser.new_context(base_url=url, viewport={"width": width, "height": 900})
-    context.set_default_timeout(10_000)
+    context.set_default_timeout(PAGE_TIMEOUT_MS)
     return context
 
 
@@ -158,12 +158,23 @@ def test_a_talk_through_is_written_then_scored_by_ticking_the_rubric(
     assert page.locator(".model-answer").count() == 0
     _no_sideways_scroll(page)
     _tap_targets_are_big_enough(page)
-    written = "Pin the last good image first.\nThen compare per-rank step times and diff the nodes."
+    written = ("Pin the last good image first.\nThen compare per-rank step times across the "
+               "nodes and diff the two runs.")
     page.locator("#talk-text").fill(written)
     page.get_by_role("button", name="Show the model answer").click()
     page.locator(".model-answer").wait_for()
-    _focused(page, "model-h")
+    _focused(page, "talk-yours-h")
     assert page.locator(".talk-text").inner_text() == written
+    # What you wrote sits beside the rubric you tick against it (right above it on a phone),
+    # the model answer after both.
+    yours = page.locator(".talk-written").bounding_box()
+    rubric = page.locator("fieldset.rubric").bounding_box()
+    model = page.locator(".model-answer").bounding_box()
+    if width > 800:
+        assert abs(yours["y"] - rubric["y"]) < 80 and yours["x"] < rubric["x"]
+    else:
+        assert 0 <= rubric["y"] - (yours["y"] + yours["height"]) < 120
+    assert model["y"] > rubric["y"] + rubric["height"] - 1
     moves = page.locator("input[name=ticked]")
     assert moves.count() == 6
     _no_sideways_scroll(page)

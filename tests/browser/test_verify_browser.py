@@ -110,7 +110,9 @@ def test_changing_a_knob_leads_with_the_second_result_and_what_changed(page: Any
     assert values(page, first, "kv_sends") == ["3"] * 4
     assert values(page, second, "kv_sends") == ["1", "1"]
     changes = second.locator(".compare tbody tr").all_inner_texts()
-    assert any(row.startswith("world size") and "4" in row and "2" in row for row in changes)
+    # The world size is this question's knob: named by its label, its values in words.
+    assert any(row.startswith("ranks in the context-parallel ring (knob)") and "4" in row and "2" in row
+               for row in changes)
     assert any(row.startswith("kv_sends on rank 0") and "3" in row and "1" in row for row in changes)
     shot(page, "verify-knobs")
 

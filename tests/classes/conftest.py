@@ -20,8 +20,7 @@ def instructor(make_user: Callable[..., Account]) -> Account:
 
 
 @pytest.fixture
-def instructor_client(new_client: Callable[..., TestClient], instructor: Account,
-                      client: TestClient) -> TestClient:
+def instructor_client(new_client: Callable[..., TestClient], instructor: Account) -> TestClient:
     browser = new_client()
     assert login(browser, instructor.username).status_code == 303
     return browser
@@ -33,8 +32,7 @@ def learner_account(make_user: Callable[..., Account]) -> Account:
 
 
 @pytest.fixture
-def learner_client(new_client: Callable[..., TestClient], learner_account: Account,
-                   client: TestClient) -> TestClient:
+def learner_client(new_client: Callable[..., TestClient], learner_account: Account) -> TestClient:
     browser = new_client()
     assert login(browser, learner_account.username).status_code == 303
     return browser

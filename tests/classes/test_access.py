@@ -19,15 +19,20 @@ from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.accounts import service as accounts
-from app.accounts.learners import account_learner_id
-from app.classes import service
+from app.accounts.service import account_learner_id
+from app.classes import assignments, service
 from app.csrf import require_csrf
 from app.db import session_scope, utcnow
-from app.deps import require_instructor, require_learner_account
+from app.deps import require_grader, require_instructor, require_learner_account
+from app.questions import service as practice
+from app.quizzes import service as quizzes
 from tests.classes.helpers import csrf_of
 from tests.factories import Account, api_routes, login, parse, text
 
 STATE_CHANGING = {"POST", "PUT", "PATCH", "DELETE"}
+TALK = "step-time-doubled-talk"
+TALK_TEXT = ("I would pin yesterday's image, scope the slowdown across nodes and ranks, then "
+             "profile compute against communication on a slow rank and a healthy one.")
 REFUSED = (401, 403)
 
 
@@ -49,12 +54,15 @@ def _class_routes(app: Any) -> list[tuple[str, str, Any]]:
 
 
 def _kind(path: str, route: Any) -> str:
-    """instructor (the class pages), member (a member's own pages) or join (the join link)."""
+    """instructor (the class pages), grader (marking talk-throughs: the class's instructor or
+    an admin), member (a member's own pages) or join (the join link)."""
     calls = _calls(route.dependant)
     if path.startswith("/classes/join/"):
         return "join"
     if require_instructor in calls:
         return "instructor"
+    if require_grader in calls:
+        return "grader"
     assert require_learner_account in calls, f"{path} checks neither instructor nor member"
     return "member"
 
@@ -64,6 +72,7 @@ class World:
     class_id: int
     assignment_id: int
     token: str
+    attempt_id: int  # lena's talk-through answer, for the marking pages
 
 
 def _world(session_factory: sessionmaker[Session], ida: Account, otto: Account,
@@ -77,17 +86,26 @@ def _world(session_factory: sessionmaker[Session], ida: Account, otto: Account,
         assert teacher and other and member
         mine = service.create_class(db_session=s, instructor=teacher, name="Ida's class")
         service.create_class(db_session=s, instructor=other, name="Otto's class")
-        a = service.create_assignment(db_session=s, classroom=mine, spec=service.AssignmentSpec(
+        a = assignments.create_assignment(db_session=s, classroom=mine, spec=assignments.AssignmentSpec(
             kind="quiz", title="Basics", opens_at=now - timedelta(hours=1),
             due_at=now + timedelta(days=7), slugs=["fixture-single"]))
-        service.join(db_session=s, classroom=mine, user=member, now=now,
-                     learner_id=account_learner_id(db_session=s, user_id=member.id))
-        assert mine.join_token is not None
-        return World(mine.id, a.id, mine.join_token)
+        assignments.create_assignment(db_session=s, classroom=mine, spec=assignments.AssignmentSpec(
+            kind="quiz", title="Talk", opens_at=now - timedelta(hours=1),
+            due_at=now + timedelta(days=7), slugs=[TALK]))
+        learner = account_learner_id(db_session=s, user_id=member.id)
+        service.join(db_session=s, classroom=mine, user=member, now=now, learner_id=learner)
+        question = practice.published_question(db_session=s, slug=TALK)
+        assert question is not None
+        for step in ({"text": TALK_TEXT}, {"ticked": [0]}):
+            done = quizzes.answer_step(db_session=s, learner_id=learner, question=question,
+                                       variant=0, part=None, raw=step, token=None,
+                                       now=now)
+        assert mine.join_token is not None and done.attempt is not None
+        return World(mine.id, a.id, mine.join_token, done.attempt.id)
 
 
 @pytest.fixture
-def visitors(client: TestClient, new_client: Callable[..., TestClient],
+def visitors(client: TestClient, more_banks: None, new_client: Callable[..., TestClient],
              make_user: Callable[..., Account], author_client: TestClient,
              admin_client: TestClient) -> dict[str, Any]:
     accounts_made = {name: make_user(name, role) for name, role in
@@ -116,6 +134,10 @@ def _expected(kind: str, method: str, path: str, who: str) -> str:
         return "ok" if who in ("member", "outsider") else "refused"
     if signed_out:
         return "login" if method == "GET" and not path.startswith("/api/") else "refused"
+    if kind == "grader":
+        if who in ("instructor", "admin"):
+            return "ok"
+        return "missing" if who == "other instructor" else "refused"
     if kind == "instructor":
         if who == "instructor":
             return "ok"
@@ -138,6 +160,7 @@ FORMS: dict[str, dict[str, Any]] = {
     "/classes/{class_id}/assignments": {
         "title": "Week 2", "kind": "quiz", "opens_at": "2026-03-02T09:00",
         "due_at": "2026-03-09T09:00", "questions": "fixture-single"},
+    "/classes/{class_id}/grading/{attempt_id}": {"ticked": "0", "comment": "Scope it first."},
 }
 
 
@@ -163,7 +186,8 @@ def test_every_class_route_is_tried_as_every_visitor(
     for method, template, _route in routes:
         # A world of its own per route: the allowed visitor may change it (leave, revoke...).
         w = _world(session_factory, a["ida"], a["otto"], a["lena"])
-        path = template.format(class_id=w.class_id, assignment_id=w.assignment_id, token=w.token)
+        path = template.format(class_id=w.class_id, assignment_id=w.assignment_id, token=w.token,
+                               attempt_id=w.attempt_id)
         for who in ORDER:
             want = _expected(kinds[(method, template)], method, template, who)
             r = _request(browsers[who], method, path, tokens.get(who), template)
@@ -207,7 +231,8 @@ def test_every_class_form_checks_csrf(app_client: TestClient, visitors: dict[str
     assert posts and all(not p.startswith("/api/") for _, p, _ in posts)
     for method, template, route in posts:
         assert require_csrf in _calls(route.dependant), template
-        path = template.format(class_id=w.class_id, assignment_id=w.assignment_id, token=w.token)
+        path = template.format(class_id=w.class_id, assignment_id=w.assignment_id, token=w.token,
+                               attempt_id=w.attempt_id)
         who = "member" if "/me" in template or "/join/" in template else "instructor"
         browser = visitors["browsers"][who]
         assert browser.request(method, path, data={"x": "1"}).status_code == 403, path

@@ -10,6 +10,7 @@ import threading
 from collections.abc import Callable
 from datetime import timedelta
 
+import pytest
 import sqlalchemy as sa
 from fastapi.testclient import TestClient
 from fsrs.scheduler import DEFAULT_PARAMETERS
@@ -18,19 +19,22 @@ from sqlalchemy.orm import Session, sessionmaker
 from typer.testing import CliRunner
 
 from app.accounts import service as accounts
-from app.classes import service
+from app.accounts.service import account_learner_id
+from app.classes import assignments, class_page, service
 from app.classes.models import Assignment, AssignmentStart, ClassMember
 from app.cli import app as cli_app
 from app.clock import FixedClock
 from app.progress import service as progress
 from app.questions import service as questions_service
 from app.quizzes.models import Quiz, QuizItem
-from app.quizzes.service import answer_question, record_exercise_pass
+from app.quizzes.service import answer_question, drawn_variant, record_exercise_pass
 from app.review.models import LearnerSchedule
 from tests.classes.helpers import add_assignment, csrf_of, join, join_path, make_class, post_form
 from tests.factories import FIXTURE, PASSWORD, T0, Account, answer, count, form_fields, login, parse, text
 
 ALL_BASICS = ["fixture-single", "fixture-multi", "fixture-numeric"]
+# Every class here assigns the fixture bank's questions.
+pytestmark = pytest.mark.usefixtures("loaded")
 
 
 def _member_row(page: object, pseudonym: str, table: str = "table.completion") -> object:
@@ -173,7 +177,7 @@ def test_a_mock_interview_assignment_is_done_when_the_interview_is_over(
     # The deadline passes with the rest unanswered: the interview is over, so it is done.
     clock.advance(timedelta(minutes=11))
     with session_factory() as s:
-        report = service.class_report(db_session=s, classroom=service.get_class(
+        report = class_page.class_report(db_session=s, classroom=service.get_class(
             db_session=s, class_id=class_id), now=clock.now())  # type: ignore[arg-type]
         work = report.members[0].work[report.assignments[0].assignment.id]
     items = count(session_factory, QuizItem)
@@ -210,7 +214,7 @@ def test_the_heatmap_shows_each_members_dashboard_mastery(
         lena_learner = s.query(ClassMember).filter_by(user_id=learner_account.id).one().learner_id
         s.add(LearnerSchedule(learner_id=lena_learner, parameters=fitted, desired_retention=0.85))
     with session_factory() as s:
-        topics, by_member = service.mastery_by_member(db_session=s, class_id=class_id, now=clock.now())
+        topics, by_member = class_page.mastery_by_member(db_session=s, class_id=class_id, now=clock.now())
         members = {m.user_id: m for m in s.query(ClassMember).filter_by(class_id=class_id)}
         checked = 0
         for user_id, member in members.items():
@@ -223,12 +227,20 @@ def test_the_heatmap_shows_each_members_dashboard_mastery(
                 checked += recall > 0
     assert checked == 3  # lena's two topics and omar's one have recall to compare
     page = parse(instructor_client.get(f"/classes/{class_id}"))
-    lena = page.select_one(f"table.heatmap tr[data-member='{members[learner_account.id].pseudonym}']")
-    cells = list(lena.select("td"))
-    values = by_member[members[learner_account.id].id]
-    assert [text(td) for td in cells] == [str(round(v * 100)) for v in values]
-    assert all(td["class"] == [f"m{service.mastery_level(v)}"]
-               for td, v in zip(cells, values, strict=True))
+    pseudonym = members[learner_account.id].pseudonym
+    # Each round's table (one click below the rounds' summary) holds its topics' cells.
+    cells = {}
+    for table in page.select("table.heatmap"):
+        titles = [th["title"] for th in table.select("thead th.topic")]
+        row = table.select_one(f"tr[data-member='{pseudonym}']")
+        cells.update(zip(titles, row.select("td"), strict=True))
+    mine = by_member[members[learner_account.id].id]
+    values = dict(zip([title for _slug, title in topics], mine, strict=True))
+    assert {t: text(td) for t, td in cells.items()} == {t: str(round(v * 100)) for t, v in values.items()}
+    assert all(cells[t]["class"] == [f"m{class_page.mastery_level(v)}"] for t, v in values.items())
+    # The summary: a member's mastery of a round is the mean over its questions.
+    summary = page.select_one(f"table.round-heatmap tr[data-member='{pseudonym}']")
+    assert summary is not None and len(summary.select("td")) == len(page.select("table.heatmap"))
 
 
 def test_who_is_behind_lists_members_with_an_overdue_assignment(
@@ -253,7 +265,7 @@ def test_who_is_behind_lists_members_with_an_overdue_assignment(
     assert "1 overdue — Single" in text(page.select_one("ul.behind li"))
 
 
-def test_leaving_hides_the_learner_and_joining_again_starts_afresh(
+def test_leaving_hides_the_learner_and_joining_again_restores_the_same_member(
     instructor_client: TestClient, learner_client: TestClient, learner_account: Account,
     clock: FixedClock, session_factory: sessionmaker[Session],
 ) -> None:
@@ -271,12 +283,11 @@ def test_leaving_hides_the_learner_and_joining_again_starts_afresh(
     assert "lena" not in instructor_client.get(f"/classes/{class_id}/scores.csv").text
     assert learner_client.get(f"/classes/{class_id}/me").status_code == 404
     assert "You are in no class" in text(parse(learner_client.get("/account")))
-    # Back through the link: a new class id, and the earlier work is not the class's.
+    # Back through the link: the same member, class id and work (leaving resets nothing).
     clock.advance(timedelta(minutes=5))
     join(learner_client, path)
-    again = _pseudonym(session_factory, learner_account.id)
-    assert again != pseudonym
-    assert _cell(instructor_client, class_id, again) == "not started"
+    assert _pseudonym(session_factory, learner_account.id) == pseudonym
+    assert _cell(instructor_client, class_id, pseudonym) == "done 100%"
 
 
 def test_the_join_link_can_be_replaced_and_closed(
@@ -330,7 +341,8 @@ def test_the_data_download_lists_classes_and_deleting_the_account_leaves_them(
     pseudonym = _pseudonym(session_factory, learner_account.id)
     data = learner_client.get("/account/export.json").json()
     assert data["class_memberships"] == [{"class": "Cohort 7", "instructor": "ida",
-                                          "class_id": pseudonym, "joined_at": T0.isoformat()}]
+                                          "class_id": pseudonym, "joined_at": T0.isoformat(),
+                                          "left_at": None}]
     account = parse(learner_client.get("/account"))
     assert "Cohort 7" in text(account.select_one("ul.my-classes"))
     r = post_form(learner_client, "/account", "form.delete-account", confirm="lena")
@@ -391,25 +403,38 @@ def test_a_picked_variant_is_shown_as_it_renders_pinned_in_the_quiz_and_alone_co
     class_id = make_class(instructor_client)
     page = parse(instructor_client.get(f"/classes/{class_id}/assignments/new"))
     options = [o.get_text() for o in page.select("select[name='variant-ring-send-volume'] option")]
-    assert options[0] == "any variant" and options[2] == "variant 1 (world_size=2, tensor_mb=800)"
+    assert options[0] == "any variant" and options[2] == "variant 2 (world_size=2, tensor_mb=800)"
     assert add_assignment(instructor_client, class_id, title="Ring", questions=["ring-send-volume"],
                           **{"variant-ring-send-volume": "1"}).status_code == 303
     page = parse(instructor_client.get(f"/classes/{class_id}"))
     link = page.select_one("table.assignments a")
     detail = parse(instructor_client.get(str(link["href"])))
     item = text(detail.select_one("ol.assigned-questions li"))
-    assert "Everyone gets variant 1 (world_size=2, tensor_mb=800)" in item
+    assert "Everyone gets variant 2 (world_size=2, tensor_mb=800)" in item
     assert "2 ranks all-reduce a 800 MB gradient buffer" in item
 
+    # The learner answers the variant drawn for them; if that is the picked one, once before
+    # joining (which the class does not count), so that the next draw is another.
+    with session_factory.begin() as s:
+        learner = account_learner_id(db_session=s, user_id=learner_account.id)
+        question = questions_service.published_question(db_session=s, slug="ring-send-volume")
+        assert question is not None
+        if drawn_variant(db_session=s, learner_id=learner, question_id=question.id, count=8) == 1:
+            answer_question(db_session=s, learner_id=learner, question=question, raw_answer="800",
+                            token=None, variant=1, now=clock.now())
+    clock.advance(timedelta(minutes=1))
     join(learner_client, join_path(instructor_client, class_id))
     pseudonym = _pseudonym(session_factory, learner_account.id)
-    # An answer to another variant (variant 0: 2 ranks, 200 MB) is not the assignment's.
+    # An answer to another variant than the picked one is not the assignment's.
     with session_factory.begin() as s:
         member = s.query(ClassMember).one()
         question = questions_service.published_question(db_session=s, slug="ring-send-volume")
         assert question is not None
+        other = drawn_variant(db_session=s, learner_id=member.learner_id, question_id=question.id,
+                              count=8)
+        assert other != 1
         answer_question(db_session=s, learner_id=member.learner_id, question=question,
-                        raw_answer="200", token=None, variant=0, now=clock.now())
+                        raw_answer="200", token=None, variant=other, now=clock.now())
     assert _cell(instructor_client, class_id, pseudonym) == "not started"
     # The quiz started from the assignment asks the picked numbers, and its answer counts.
     r = post_form(learner_client, f"/classes/{class_id}/me", "li[data-assignment] form")
@@ -513,7 +538,7 @@ def test_the_class_report_sends_the_same_few_statements_for_any_class_size(
                 classroom = service.get_class(db_session=s, class_id=class_id)
                 assert classroom is not None
                 sent.clear()
-                service.class_report(db_session=s, classroom=classroom, now=clock.now())
+                class_page.class_report(db_session=s, classroom=classroom, now=clock.now())
         finally:
             event.remove(db_engine, "before_cursor_execute", count)
         return len([st for st in sent if not st.startswith("BEGIN")])
@@ -541,12 +566,13 @@ def test_two_starts_at_once_make_one_quiz(
     join(learner_client, join_path(instructor_client, class_id))
     with session_factory() as s:
         member = s.query(ClassMember).one()
-        assignment_id, member_id = service.class_assignments(db_session=s, class_id=class_id)[0].id, member.id
+        assignment_id = assignments.class_assignments(db_session=s, class_id=class_id)[0].id
+        member_id = member.id
 
     def start(session: Session) -> str:
         assignment, m = session.get(Assignment, assignment_id), session.get(ClassMember, member_id)
         assert assignment is not None and m is not None
-        return service.start(db_session=session, assignment=assignment, member=m, now=clock.now()).id
+        return assignments.start(db_session=session, assignment=assignment, member=m, now=clock.now()).id
 
     first = session_factory()
     first_quiz = start(first)

@@ -197,7 +197,11 @@ def test_new_deployment_migrates_imports_exports_and_manages_accounts(
     assert sorted(c["params"]["scale"] for c in audits[0]["combos"]) == [1, 2]
     assert {c["outcome"] for c in audits[0]["combos"]} == {"ok"}
     assert d.scalar("SELECT count(*) FROM runs WHERE status = 'done'") == 2
-    assert d.scalar("SELECT count(*) FROM verdicts WHERE passed") == 1
+    # bank verify records its audit; the prefill's runs, when their last one finishes, may
+    # record the same gate's verdict too (a worker of bank verify's can finish them), never
+    # a failing one.
+    assert d.scalar("SELECT count(*) FROM verdicts WHERE passed") >= 1
+    assert d.scalar("SELECT count(*) FROM verdicts WHERE NOT passed") == 0
 
     if d.kind == "default":
         assert (tmp_path / "data" / "ddpdrill.db").is_file()

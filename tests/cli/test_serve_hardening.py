@@ -65,8 +65,13 @@ def test_the_openapi_schema_lists_the_errors_the_api_returns(app_client: TestCli
 
 def test_admission_refuses_past_capacity_with_503_and_retry_after() -> None:
     release = asyncio.Event()
+    inside: list[str] = []
+    arrived = asyncio.Condition()
 
     async def slow_app(scope: Scope, receive: Receive, send: Send) -> None:
+        async with arrived:
+            inside.append(scope["path"])
+            arrived.notify_all()
         await release.wait()
         await send({"type": "http.response.start", "status": 200, "headers": []})
         await send({"type": "http.response.body", "body": b"ok"})
@@ -85,12 +90,17 @@ def test_admission_refuses_past_capacity_with_503_and_retry_after() -> None:
         await middleware({"type": "http", "path": path, "method": "GET", "headers": []}, receive, send)
         return sent
 
+    async def until_inside(n: int) -> None:
+        async with arrived:
+            await asyncio.wait_for(arrived.wait_for(lambda: len(inside) == n), 60)
+
     async def main() -> tuple[list[list[Message]], list[Message]]:
         running = [asyncio.create_task(call()) for _ in range(2)]
-        await asyncio.sleep(0.05)
+        await until_inside(2)  # both places taken, held until the release
         refused = await call()
-        health = asyncio.create_task(call("/healthz"))  # probes are never refused
-        await asyncio.sleep(0.05)
+        # Probes are never refused, nor queued: this one gets in while both places are held.
+        health = asyncio.create_task(call("/healthz"))
+        await until_inside(3)
         release.set()
         return [*(await asyncio.gather(*running)), await health], refused
 
@@ -98,6 +108,7 @@ def test_admission_refuses_past_capacity_with_503_and_retry_after() -> None:
     assert [m[0]["status"] for m in served] == [200, 200, 200]
     assert refused[0]["status"] == 503
     assert (b"retry-after", b"1") in refused[0]["headers"]
+    assert inside == ["/x", "/x", "/healthz"]  # the refused call never reached the app
 
 
 def test_a_page_that_only_reads_does_not_wait_for_the_sqlite_writer(

@@ -16,7 +16,11 @@ from app.questions.models import Question
 from app.settings import Settings
 from app.verify import gate, service
 from app.verify.worker import Worker
+from tests.databases import ONE_DATABASE
 from tests.factories import REAL_BANK, import_folder
+
+# Engine runs: SQLite alone (tests/databases.py).
+pytestmark = ONE_DATABASE
 
 
 @pytest.mark.slow

@@ -4,18 +4,27 @@ diff once the learner solved it, gave up, or failed three Runs — never before.
 
 from __future__ import annotations
 
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import yaml
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
+from app.db import session_scope
 from app.exercises.service import RUNS_BEFORE_SOLUTION
+from app.questions.models import Question
 from app.quizzes.models import Attempt
 from app.review.models import ReviewCard
 from app.settings import Settings
-from app.verify.service import own_frames
+from app.verify import gate, service
+from app.verify.results import own_frames
 from app.verify.worker import Worker
 from tests.exercises.helpers import SLUG, SOLUTION, STARTER
-from tests.factories import count, form_fields, parse
+from tests.factories import REAL_BANK, count, form_fields, import_folder, parse
 
 
 def _run(client: TestClient, factory: sessionmaker[Session], settings: Settings, code: str) -> dict:
@@ -127,3 +136,55 @@ def test_the_pages_offer_give_up_then_the_solution_page_with_its_diff(
     assert SOLUTION.strip().splitlines()[0] in shown.select_one(".solution-code").get_text()
     # Now open: the result of a Run links to the page instead of offering to give up.
     assert parse(ex_client.get(ran.headers["location"])).select_one(".see-solution") is not None
+
+
+# ---------------------------------------------------------------- known mistakes
+
+
+def test_a_failed_run_that_measures_what_a_known_wrong_solution_measured_names_its_mistake(
+    app_client: TestClient, session_factory: sessionmaker[Session], settings: Settings,
+    tmp_path: Path,
+) -> None:
+    """The gate runs (and caches) every wrong solution; a learner's failed Run that measured the
+    same on every combination is told that solution's `why`, never its code. Before the gate
+    ran, and for a failure no wrong solution shares, nothing is named."""
+    slug = "reduce-vs-all-reduce"
+    folder = REAL_BANK / "exercises"
+    shutil.copytree(folder, tmp_path / "bank" / "exercises")
+    import_folder(session_factory, tmp_path / "bank")
+    doc = yaml.safe_load((folder / "reduce-vs-all-reduce.yaml").read_text())
+    averages = next(w for w in doc["exercise"]["wrong"] if w["file"] == "reduce_wrong_averages.py")
+    code = (folder / averages["file"]).read_text()
+
+    def submit(text: str) -> dict[str, Any]:
+        r = app_client.post(f"/api/v1/exercises/{slug}/run", json={"code": text})
+        assert r.status_code == 200, r.text
+        worker = Worker(session_factory, settings)
+        while worker.run_once():
+            pass
+        body = app_client.get(r.json()["url"]).json()
+        assert body["status"] == "done" and not body["infrastructure_failed"], body
+        return dict(body)
+
+    # Before the gate has run the wrong solutions there is nothing to compare with.
+    assert submit(code + "\n# before the gate\n")["mistakes"] == []
+    versions = service.engine_versions()
+    with session_scope(session_factory) as s:
+        q = s.scalar(select(Question).where(Question.slug == slug))
+        assert q is not None and q.current_revision is not None
+        gate.request_runs(db_session=s, revision=q.current_revision, versions=versions,
+                          requested_by="test")
+    worker = Worker(session_factory, settings)
+    while worker.run_once():
+        pass
+    # The same mistake written by the learner (a comment of their own, so a run of their own).
+    body = submit(code + "\n# my own attempt\n")
+    assert body["passed"] is False
+    assert body["mistakes"] == [averages["why"]]
+    # Its reason, not its file or its code.
+    assert averages["file"] not in json.dumps(body) and "all_reduce(" not in json.dumps(body)
+    # A failure no known-wrong solution shares names none.
+    starter = (folder / doc["verify"]["snippet"]).read_text()
+    other = submit(starter.replace("dist.reduce(", "dist.all_reduce(").replace(", dst=0", "")
+                   + "\nscale = 0.5\n")
+    assert other["passed"] is False and other["mistakes"] == []

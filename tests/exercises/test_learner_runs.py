@@ -21,7 +21,7 @@ from app.main import create_app
 from app.quizzes.models import Attempt
 from app.review.models import ReviewCard
 from app.settings import Settings
-from app.verify import service
+from app.verify import queue, service
 from app.verify.models import PRIORITY_PRIVATE, Run
 from app.verify.worker import Worker
 from tests.exercises.helpers import SLUG, SOLUTION, STARTER
@@ -232,9 +232,9 @@ def test_learner_code_is_claimed_only_after_every_shared_run(
                                                   requested_by="author:1"))
         shared_id = shared.id
     with session_scope(session_factory) as s:
-        claimed = service.claim_run(db_session=s, worker_id="w", lease_seconds=30)
+        claimed = queue.claim_run(db_session=s, worker_id="w", lease_seconds=30)
         assert claimed is not None and claimed.id == shared_id
-        second = service.claim_run(db_session=s, worker_id="w", lease_seconds=30)
+        second = queue.claim_run(db_session=s, worker_id="w", lease_seconds=30)
         assert second is not None and second.priority == PRIORITY_PRIVATE
 
 
@@ -264,6 +264,8 @@ def test_exercise_runs_and_question_verify_runs_have_separate_budgets(
         assert c.post(f"/api/v1/exercises/{SLUG}/run",
                       json={"code": STARTER + "\n#2\n"}).status_code == 429
         # The exercise run did not use up the learner's question Verify budget, nor the reverse.
+        # Verify is the answered learner's (app/reveal.py).
+        assert c.post("/api/v1/questions/fixture-single/attempts", json={"answer": "b"}).status_code == 200
         assert c.post("/api/v1/questions/fixture-single/verify", json={"params": {}}).status_code == 200
         assert c.post("/api/v1/questions/fixture-single/verify",
                       json={"params": {"scale": 2}}).status_code == 429
@@ -296,8 +298,8 @@ def test_thirty_submissions_from_one_address_fill_only_its_share_of_the_queue(
     other = TestClient(ex_client.app, client=("10.9.9.9", 5000))
     mine = other.post(f"/api/v1/exercises/{SLUG}/run", json={"code": SOLUTION}).json()
     with session_scope(session_factory) as s:
-        first = service.claim_run(db_session=s, worker_id="w1", lease_seconds=60)
-        second = service.claim_run(db_session=s, worker_id="w2", lease_seconds=60)
+        first = queue.claim_run(db_session=s, worker_id="w1", lease_seconds=60)
+        second = queue.claim_run(db_session=s, worker_id="w2", lease_seconds=60)
         assert first is not None and second is not None
         assert second.id in mine["run_ids"]  # not the burst's second run
 

@@ -19,7 +19,7 @@ from app.questions.bank import load_bank
 from app.questions.models import QuestionRevision
 from app.questions.service import import_bank, revision_doc
 from app.settings import Settings
-from app.verify import service
+from app.verify import results, service
 from app.verify.audit import queue_published
 from app.verify.models import PRIORITY_PRIVATE, Run
 from app.verify.worker import Worker
@@ -95,7 +95,7 @@ def test_a_learners_own_run_shows_the_visible_checks_values_never_a_hidden_ones(
     while worker.run_once():
         pass
     with session_scope(session_factory) as s:
-        stored = service.result_of(s.get(Run, run_id))
+        stored = results.result_of(s.get(Run, run_id))
     assert stored is not None and "hidden_total_seen" in stored.ranks[1].values  # it was measured
     result = ex_client.get(f"/api/v1/runs/{run_id}").json()["result"]
     for rank in result["ranks"]:
@@ -160,16 +160,23 @@ def test_every_kind_of_run_for_every_role(
         kinds["unpublished draft"] = draft.id
     assert kinds["learner's own"] == mine
     assert {"author's own", "exercise reference", "exercise starter", "published question"} <= set(kinds)
+    # A published question's run is a learner's once they answered that question
+    # (app/reveal.py): before, it is no run at all.
+    answerer = new_client()
+    r = answerer.post("/api/v1/questions/fixture-single/attempts", json={"answer": "b"})
+    assert r.status_code == 200, r.text
     sees = {
-        "anonymous": {"published question"},
-        "owner": {"published question", "learner's own"},
-        "another learner": {"published question"},
-        "learner account": {"published question"},
+        "anonymous": set(),
+        "owner": {"learner's own"},
+        "another learner": set(),
+        "learner account": set(),
+        "a learner who answered": {"published question"},
         "author": set(kinds),
         "admin": set(kinds),
     }
     clients = {"anonymous": new_client(), "owner": owner, "another learner": stranger,
-               "learner account": account, "author": author, "admin": admin}
+               "learner account": account, "a learner who answered": answerer,
+               "author": author, "admin": admin}
     for who, client in clients.items():
         for kind, run_id in kinds.items():
             want = [200, 200] if kind in sees[who] else [404, 404]

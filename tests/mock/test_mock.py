@@ -132,7 +132,7 @@ def test_an_answer_after_the_deadline_is_refused_and_not_stored(
     assert count(session_factory, Attempt) == before == 1
     # The interview is over: the report counts one answer, the late one as not answered.
     report = parse(client.get(f"{url}/report"))
-    assert text(report.select_one(".mock-score")) == "1"
+    assert text(report.select_one(".mock-score")) == "1 of 5"
     rows = report.select("table.mock-questions tbody tr")
     assert sum("not answered" in text(r) for r in rows) == 4
     # The API refuses a late answer the same way, whatever the page said.
@@ -177,7 +177,7 @@ def test_the_report_gives_score_time_per_question_and_calibration(
     r = client.get(url, follow_redirects=False)
     assert r.headers["location"] == f"{url}/report"
     page = parse(client.get(f"{url}/report"))
-    assert text(page.select_one(".mock-score")) == "3"
+    assert text(page.select_one(".mock-score")) == "3 of 5"
     assert text(page.select_one(".sure-right")) == "50%"
     assert text(page.select_one(".guessing-wrong")) == "50%"
     times = [text(td) for td in page.select("td.question-time")]

@@ -29,7 +29,6 @@ def _counts(client: TestClient) -> dict[str, int]:
     status = text(review.select_one(".review-status"))
     home = parse(client.get("/"))
     dash = parse(client.get("/dashboard"))
-    plan = parse(client.get("/dashboard/plan", headers={"HX-Request": "true"}))
     api = client.get("/api/v1/dashboard").json()
     return {
         "header badge": int(text(badge)) if badge else 0,
@@ -38,11 +37,23 @@ def _counts(client: TestClient) -> dict[str, int]:
         "home page": int(home.select_one(".due-now")["data-due-now"]),
         "dashboard": int(dash.select_one(".due-now")["data-due-now"]),
         "dashboard table": sum(int(td["data-value"]) for td in dash.select("td.due")),
-        "plan, today": int(text(plan.select("table.plan tbody tr")[0].select("td")[1])),
         "dashboard API": api["due_now"],
         "dashboard API, today": api["today"]["due_now"],
         "dashboard API, topics": sum(t["due"] for t in api["topics"]),
+    }
+
+
+def _due_before_tomorrow(client: TestClient) -> dict[str, int]:
+    """Every place that counts the reviews left today: the plan's first day is every card due
+    before tomorrow (UTC), the cards due now and those falling due later today."""
+    plan = parse(client.get("/dashboard/plan", headers={"HX-Request": "true"}))
+    api = client.get("/api/v1/dashboard").json()
+    home = parse(client.get("/"))
+    return {
+        "plan, today": int(text(plan.select("table.plan tbody tr")[0].select("td")[1])),
         "plan API, today": api["forecast"]["plan"][0]["reviews"],
+        "due now and later today": api["today"]["due_now"] + api["today"]["later_today"],
+        "home page, left today": int(text(home.select_one(".plan-today strong")).split(" + ")[0]),
     }
 
 
@@ -60,6 +71,8 @@ def test_every_page_and_the_api_count_the_same_cards_due_at_the_same_instant(
     clock.advance(later)
     counts = _counts(client)
     assert len(set(counts.values())) == 1, counts
+    left = _due_before_tomorrow(client)
+    assert len(set(left.values())) == 1, left
     due_now = counts["header badge"]
     assert due_now >= 1 or later < timedelta(minutes=10)
 

@@ -96,10 +96,13 @@ def test_the_plan_introduces_every_unseen_question_and_reaches_the_target(
     assert len(plan) == 14 and plan[0]["day"] == T0.date().isoformat()
     # Two questions were never seen; both are introduced, before the last day.
     assert sum(p["new"] for p in plan) == 2 and plan[-1]["new"] == 0
-    # The first day's reviews are the cards due now (none: the miss at T0 comes back a
-    # minute later), so the card rated Again is reviewed on the second day.
-    assert plan[0]["reviews"] == client.get("/api/v1/review/queue").json()["due_count"] == 0
-    assert plan[1]["reviews"] >= 1
+    # The first day's reviews are every card due before tomorrow: none is due now, but the
+    # two answered at T0 come back minutes later (FSRS's learning steps): today's, not
+    # tomorrow's.
+    assert client.get("/api/v1/review/queue").json()["due_count"] == 0
+    today = client.get("/api/v1/dashboard").json()["today"]
+    assert plan[0]["reviews"] == today["later_today"] + today["due_now"] == 2
+    assert plan[0]["new"] == today["new_left"]
     for t in fc["topics"]:
         assert t["planned"] >= 0.9 > t["recall"]
     # The dashboard loads the table with the plan's column after itself (htmx), or links to
@@ -235,3 +238,31 @@ def test_the_dashboard_and_mock_interview_api_is_in_the_openapi_schema(client: T
         assert method in paths[path], path
     # The pages are not API: they stay out of the schema.
     assert not any(p.startswith(("/mock", "/dashboard", "/shared")) for p in paths)
+
+
+def test_the_daily_goal_stays_put_while_the_learner_works_through_the_day(
+    client: TestClient, clock: FixedClock, settings: Settings,
+    session_factory: sessionmaker[Session],
+) -> None:
+    """Today's goal is the plan's day as it began: the cards due before tomorrow and the new
+    questions; answering them (a due card, a new question, the same card again) moves the
+    count answered and what is left, never the goal."""
+    _known_cards(client, settings, session_factory)  # reviewed at T0 and before
+    _set_goal(client, (T0 + timedelta(days=15)).date().isoformat())
+    clock.advance(timedelta(days=1))  # the next morning: both learning cards are due
+
+    def today() -> dict[str, int]:
+        return client.get("/api/v1/dashboard").json()["today"]
+    first = today()
+    assert (first["due_now"], first["reviews_today"], first["new_today"]) == (2, 2, 1)
+    assert first["daily_goal"] == 3 and first["answered_today"] == 0
+    answer(client, "fixture-multi", FIXTURE["fixture-multi"]["wrong"])  # a due card, missed again
+    answer(client, "fixture-numeric", FIXTURE["fixture-numeric"]["right"])  # today's new question
+    answer(client, "fixture-multi", FIXTURE["fixture-multi"]["right"])  # the same card again
+    after = today()
+    assert after["answered_today"] == 3
+    assert (after["reviews_today"], after["new_today"], after["daily_goal"]) == (2, 1, 3)
+    page = parse(client.get("/"))
+    assert text(page.select_one(".answered-today")) == "3 / 3"
+    left = after["due_now"] + after["later_today"]
+    assert text(page.select_one(".plan-today strong")) == f"{left} + {after['new_left']}"

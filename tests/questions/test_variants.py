@@ -12,7 +12,8 @@ import yaml
 
 from app.questions import variants
 from app.questions.bank import BankError, content_hash, load_bank
-from app.questions.schema import MAX_AUDIT_RUNS, MAX_VARIANTS, QuestionDoc, key_binding_problems
+from app.questions.binding import key_binding_problems
+from app.questions.schema import MAX_AUDIT_RUNS, MAX_VARIANTS, QuestionDoc
 from tests.factories import TESTS
 
 VARIANT_BANK = TESTS / "fixtures" / "variant_bank"
@@ -304,13 +305,13 @@ def test_sandbox_caps_cannot_be_raised_from_a_template() -> None:
 # ------------------------------------------------------------------ formulas per variant
 
 @pytest.mark.parametrize(("formula", "words"), [
-    ("tensor_mb / (world_size - 4)", "variant 2 (world_size=4, tensor_mb=200): division by zero"),
-    ("sqrt(2 - world_size)", "variant 2 (world_size=4, tensor_mb=200): math domain error"),
-    ("'many' if world_size == 4 else 1", "variant 2 (world_size=4, tensor_mb=200): the formula gives "
+    ("tensor_mb / (world_size - 4)", "variant 3 (world_size=4, tensor_mb=200): division by zero"),
+    ("sqrt(2 - world_size)", "variant 3 (world_size=4, tensor_mb=200): math domain error"),
+    ("'many' if world_size == 4 else 1", "variant 3 (world_size=4, tensor_mb=200): the formula gives "
                                           "'many', not a number"),
-    ("world_size == 4", "variant 0 (world_size=2, tensor_mb=200): the formula gives False"),
-    ("[world_size]", "variant 0 (world_size=2, tensor_mb=200): the formula gives [2]"),
-    ("float('nan') if world_size > 2 else 1.0", "variant 2 (world_size=4, tensor_mb=200): nan is not "
+    ("world_size == 4", "variant 1 (world_size=2, tensor_mb=200): the formula gives False"),
+    ("[world_size]", "variant 1 (world_size=2, tensor_mb=200): the formula gives [2]"),
+    ("float('nan') if world_size > 2 else 1.0", "variant 3 (world_size=4, tensor_mb=200): nan is not "
                                                 "a finite number"),
 ], ids=["error", "domain", "string", "bool", "list", "non-finite"])
 def test_a_wrong_formula_is_refused_naming_the_variant_and_its_parameters(
@@ -337,7 +338,7 @@ def test_two_choices_rendering_alike_in_some_variant_are_refused(tmp_path: Path)
     data["choices"][2]["text"] = "{{ 2 * world_size - 1 }} chunks"  # = world_size + 1 when 2
     error = one_error(tmp_path, data)
     assert error.field == "choices"
-    assert error.message.startswith("variant 0 (world_size=2): choices b and c render the same text")
+    assert error.message.startswith("variant 1 (world_size=2): choices b and c render the same text")
 
 
 def test_correct_when_must_leave_one_key_per_variant(tmp_path: Path) -> None:
@@ -346,7 +347,7 @@ def test_correct_when_must_leave_one_key_per_variant(tmp_path: Path) -> None:
         {"text": "four", "correct_when": "world_size == 4"}])
     error = one_error(tmp_path, data)
     assert error.field == "choices"
-    assert error.message == ("variant 1 (world_size=4): a single-choice question needs exactly "
+    assert error.message == ("variant 2 (world_size=4): a single-choice question needs exactly "
                              "1 correct choice, has 2")
 
 
@@ -405,9 +406,9 @@ def test_a_templated_key_check_that_disagrees_with_the_formula_names_the_variant
     data["verify"]["expect"][0]["value"]["equals"] = "{{ per_rank_mb if world_size == 2 else tensor_mb }}"
     errors = check(tmp_path, data, "report('sent_mb', 1.0)\n")
     assert [(e.field, e.message) for e in errors] == [
-        ("answer.formula", "variant 2 (world_size=4, tensor_mb=200): the key 300 disagrees with "
+        ("answer.formula", "variant 3 (world_size=4, tensor_mb=200): the key 300 disagrees with "
                          "expect[0], which measures 200"),
-        ("answer.formula", "variant 3 (world_size=4, tensor_mb=800): the key 1200 disagrees with "
+        ("answer.formula", "variant 4 (world_size=4, tensor_mb=800): the key 1200 disagrees with "
                          "expect[0], which measures 800")]
     line = next(i for i, t in enumerate(dump(data).splitlines(), 1) if "formula: per_rank_mb" in t)
     assert errors[0].line == line
@@ -435,7 +436,7 @@ def test_a_variant_with_no_key_check_of_its_own_is_a_binding_problem() -> None:
     data["verify"]["expect"][0]["when"] = {"world_size": 4}
     problems = key_binding_problems(doc_of(data))
     assert [str(p) for p in problems] == [
-        "variant 0 (world_size=2, tensor_mb=200): a measured numeric question needs an expectation "
+        "variant 1 (world_size=2, tensor_mb=200): a measured numeric question needs an expectation "
         "with is_answer: true (the key is the measured value)"]
 
 

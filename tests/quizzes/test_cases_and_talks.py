@@ -30,6 +30,7 @@ from tests.factories import (
 CASE = "zero3-memory-case"
 TALK = "step-time-doubled-talk"
 API = "/api/v1/questions"
+SCOPED = "Scope it across jobs, nodes and ranks first, then profile a slow rank and a healthy one."
 
 
 def _case(variant: int) -> QuestionDoc:
@@ -109,36 +110,41 @@ def test_a_case_is_answered_part_by_part_and_a_later_part_is_refused_before_an_e
 def test_a_case_through_the_api_reveals_each_part_after_the_one_before(
     variant_client: TestClient, session_factory: sessionmaker[Session],
 ) -> None:
-    asked = variant_client.get(f"{API}/{CASE}", params={"variant": 3}).json()
+    # The variant is the one the server drew for this learner.
+    asked = variant_client.get(f"{API}/{CASE}").json()
+    v = asked["variant"]
     assert (asked["answer_format"], asked["part_count"], asked["next_part"]) == ("case", 3, 0)
     assert [p["index"] for p in asked["parts"]] == [0]
-    doc = _case(3)
-    assert asked["prompt"] == doc.prompt and "13B" in asked["prompt"] and "64 GPUs" in asked["prompt"]
+    doc = _case(v)
+    params = next(q for q in load_bank(VARIANT_BANK).questions if q.slug == CASE).variant_params(v)
+    assert asked["prompt"] == doc.prompt
+    assert f"{params['params_b']}B" in asked["prompt"] and f"{params['gpus']} GPUs" in asked["prompt"]
 
     early = variant_client.post(f"{API}/{CASE}/attempts",
-                                json={"variant": 3, "part": 1, "answer": 3.25})
+                                json={"variant": v, "part": 1, "answer": 3.25})
     assert early.status_code == 409
-    no_part = variant_client.post(f"{API}/{CASE}/attempts", json={"variant": 3, "answer": "c"})
+    no_part = variant_client.post(f"{API}/{CASE}/attempts", json={"variant": v, "answer": "c"})
     assert no_part.status_code == 422
     whole = variant_client.post(f"{API}/{CASE}/attempts",
-                                json={"variant": 3, "answer": {"parts": ["c", 3.25, "c"]}})
+                                json={"variant": v, "answer": {"parts": ["c", 3.25, "c"]}})
     assert whole.status_code == 422  # one part at a time
 
-    step = variant_client.post(f"{API}/{CASE}/attempts", json={"variant": 3, "part": 0, "answer": "c"})
+    step = variant_client.post(f"{API}/{CASE}/attempts", json={"variant": v, "part": 0, "answer": "c"})
     assert step.status_code == 200
     body = step.json()
     assert (body["complete"], body["attempt_id"], body["score"]) == (False, None, None)
     assert body["part"]["correct"] and body["part"]["correct_answer"] == "c"
     assert body["next_part"]["index"] == 1 and "10⁹" in body["next_part"]["prompt"]
     # Another variant cannot be mixed in while this one is under way.
-    other = variant_client.post(f"{API}/{CASE}/attempts", json={"variant": 0, "part": 1, "answer": 1})
+    other = variant_client.post(f"{API}/{CASE}/attempts",
+                                json={"variant": (v + 1) % 4, "part": 1, "answer": 1})
     assert other.status_code == 409
     assert [p["index"] for p in variant_client.get(f"{API}/{CASE}").json()["parts"]] == [0, 1]
 
-    mem = 16 * 13 / 64
-    step = variant_client.post(f"{API}/{CASE}/attempts", json={"variant": 3, "part": 1, "answer": mem})
+    mem = 16 * params["params_b"] / params["gpus"]
+    step = variant_client.post(f"{API}/{CASE}/attempts", json={"variant": v, "part": 1, "answer": mem})
     assert step.json()["part"]["correct"] and step.json()["next_part"]["index"] == 2
-    done = variant_client.post(f"{API}/{CASE}/attempts", json={"variant": 3, "part": 2, "answer": "a"})
+    done = variant_client.post(f"{API}/{CASE}/attempts", json={"variant": v, "part": 2, "answer": "a"})
     assert done.status_code == 200
     out = done.json()
     assert out["complete"] and out["attempt_id"] is not None
@@ -147,7 +153,7 @@ def test_a_case_through_the_api_reveals_each_part_after_the_one_before(
     assert out["correct_answer"] == {"parts": ["c", mem, "c"]}
     assert out["explanation"].startswith("Sharding divides")
     with session_factory() as s:
-        assert s.scalar(select(Attempt.variant)) == 3
+        assert s.scalar(select(Attempt.variant)) == v
 
 
 def test_a_talk_through_is_written_then_scored_with_its_rubric(
@@ -159,14 +165,14 @@ def test_a_talk_through_is_written_then_scored_with_its_rubric(
     assert "Scopes the problem" not in html and "pin the job to yesterday" not in html
     assert variant_client.get(f"{API}/{TALK}").json()["model_answer"] is None
 
-    written = "Roll back first, then compare per-rank step times and diff the image."
+    written = "Roll back first, then compare per-rank step times and diff the image and nodes."
     step = _post(variant_client, page, {"text": written})
     assert step.status_code == 200
     frag = parse_fragment(step)
     assert text(frag.select_one(".talk-text")) == written
     assert "pin the job to yesterday" in text(frag.select_one(".model-answer"))
     moves = frag.select("input[name=ticked]")
-    assert len(moves) == 6 and frag.select_one("#model-h").has_attr("autofocus")
+    assert len(moves) == 6 and frag.select_one("#talk-yours-h").has_attr("autofocus")
     # Writing again is out of turn; the rubric is what comes next.
     assert _post(variant_client, page, {"text": "something else"}).status_code == 409
 
@@ -192,11 +198,11 @@ def test_a_talk_through_through_the_api_takes_the_text_then_the_ticks(
     assert too_long.status_code == 422 and "8 KB" in too_long.text
     both = variant_client.post(url, json={"answer": {"text": "a", "ticked": [0]}})
     assert both.status_code == 409
-    first = variant_client.post(url, json={"answer": {"text": "Scope it, then profile."}})
+    first = variant_client.post(url, json={"answer": {"text": SCOPED}})
     body = first.json()
     assert first.status_code == 200 and body["complete"] is False
     assert len(body["rubric"]) == 6 and body["model_answer"].startswith("First keep")
-    assert variant_client.get(f"{API}/{TALK}").json()["written_text"] == "Scope it, then profile."
+    assert variant_client.get(f"{API}/{TALK}").json()["written_text"] == SCOPED
     assert variant_client.post(url, json={"answer": {"ticked": [9]}}).status_code == 422
     done = variant_client.post(url, json={"answer": {"ticked": [0, 1, 2, 3, 4]}})
     out = done.json()
@@ -222,4 +228,4 @@ def test_a_case_in_a_quiz_is_one_item_answered_part_by_part(
         attempt = s.scalars(select(Attempt)).one()
         assert attempt.quiz_item_id is not None and attempt.variant == variant
     summary = parse(variant_client.get(url.rsplit("/", 1)[0] + "/summary"))
-    assert text(summary.select_one(".score-line")).startswith("1 out of 1")
+    assert text(summary.select_one(".score-line")).startswith("1 of 1 question right · 100%")

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from app.questions.schema import QuestionDoc
+from app.questions.schema import QuestionDoc, tolerance_text
 from app.quizzes.grading import (
     MAX_TALK_BYTES,
     InvalidAnswer,
@@ -14,7 +14,6 @@ from app.quizzes.grading import (
     grade,
     grade_part,
     grade_parts,
-    tolerance_text,
 )
 
 
@@ -182,13 +181,23 @@ def test_a_case_answer_has_one_valid_answer_per_part(answer: Any) -> None:
 TALK = doc(type="talk", model_answer="m", explanation="", rubric=["one", "two", "three", "four", "five"])
 
 
+WRITTEN = "I would roll back first, then scope it across jobs and ranks before guessing a cause."
+
+
 def test_a_talk_through_scores_the_share_of_moves_ticked() -> None:
-    g = grade(TALK, {"text": "I would roll back first.", "ticked": [3, 0, 1, 2]})
+    g = grade(TALK, {"text": WRITTEN, "ticked": [3, 0, 1, 2]})
     assert (g.score, g.correct) == (0.8, True)
-    assert g.answer == {"text": "I would roll back first.", "ticked": [0, 1, 2, 3]}
-    assert grade(TALK, {"text": "", "ticked": [0, 1, 2]}).correct is False
+    assert g.answer == {"text": WRITTEN, "ticked": [0, 1, 2, 3]}
+    assert grade(TALK, {"text": WRITTEN, "ticked": [0, 1, 2]}).correct is False
     assert grade(TALK, {"ticked": []}).score == 0.0
     assert correct_answer(TALK) is None
+
+
+@pytest.mark.parametrize("text", ["", "   ", "I would roll back first.", "a" * MAX_TALK_BYTES,
+                                  "a b c d e f g h i j k l m n o p"])
+def test_ticking_the_rubric_takes_a_written_answer_of_real_length(text: str) -> None:
+    with pytest.raises(InvalidAnswer, match="12 words"):
+        grade(TALK, {"text": text, "ticked": [0]})
 
 
 @pytest.mark.parametrize("answer", [
@@ -199,7 +208,7 @@ def test_a_talk_through_scores_the_share_of_moves_ticked() -> None:
 def test_a_talk_answer_is_text_up_to_8_kb_and_distinct_rubric_numbers(answer: Any) -> None:
     with pytest.raises(InvalidAnswer):
         grade(TALK, answer)
-    assert grade(TALK, {"text": "a" * MAX_TALK_BYTES, "ticked": [4]}).score == 0.2
+    assert grade(TALK, {"text": (WRITTEN + " ") * 90, "ticked": [4]}).score == 0.2
 
 
 def test_a_question_with_variables_is_graded_through_its_rendered_variant() -> None:

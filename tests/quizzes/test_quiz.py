@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import time
 
 from fastapi.testclient import TestClient
 from sqlalchemy import select
@@ -149,12 +150,14 @@ def test_whole_quiz_ends_in_a_summary_with_score_topics_time_and_links(
     summary = parse(client.get(f"/quizzes/{quiz_id}/summary"))
 
     score_line = text(summary.select_one(".score-line"))
-    assert re.match(r"^3\.5 out of 5 · time taken \d+\.\d s$", score_line), score_line
+    # Whole questions, those partly right apart, and the share of the marks (3.5 of 5).
+    assert re.match(r"^3 of 5 questions right and 1 partly right · 70% of the marks · time taken \d+\.\d s$",
+                    score_line), score_line
     by_topic = {
         cells[0].get_text(strip=True): (cells[1].get_text(strip=True), cells[2].get_text(strip=True))
         for cells in (r.select("td") for r in summary.select("table.summary-topics tbody tr"))
     }
-    assert by_topic == {"Basics": ("1.5 / 3", "3"), "Traces": ("2 / 2", "2")}  # topic titles
+    assert by_topic == {"Basics": ("50%", "3"), "Traces": ("100%", "2")}  # topic titles
     items = summary.select("ol.summary-questions li")
     assert [li.select_one("a")["href"] for li in items] == [f"/questions/{s}" for s in seen]
     badges = {li.select_one("a")["href"]: li.select_one(".badge").get_text(strip=True) for li in items}
@@ -187,11 +190,14 @@ def test_every_quiz_attempt_stores_question_revision_answer_score_and_time(
 def test_a_standalone_attempt_also_stores_its_time_taken(
     client: TestClient, session_factory: sessionmaker[Session]
 ) -> None:
-    submit_answer(client, "/questions/fixture-numeric", "1401", htmx=True)
+    before = time.time()
+    submit_answer(client, "/questions/fixture-numeric", "1401", htmx=True)  # shows the form, answers
+    took_ms = (time.time() - before) * 1000
     with session_factory() as session:
         attempt = session.scalars(select(Attempt)).one()
         assert (attempt.answer, attempt.correct, attempt.quiz_item_id) == (1401.0, True, None)
-        assert attempt.time_taken_ms is not None and 0 <= attempt.time_taken_ms < 60_000
+        # From the form's render to the answer: within the time this test spent on both.
+        assert attempt.time_taken_ms is not None and 0 <= attempt.time_taken_ms <= took_ms + 1
 
 
 def test_opening_a_quiz_resumes_at_the_first_unanswered_question(client: TestClient) -> None:
@@ -234,7 +240,8 @@ def test_question_pages_explain_the_answer_format(client: TestClient) -> None:
     numeric = parse(client.get("/questions/fixture-numeric"))
     assert numeric.select_one("label[for=answer-input]").get_text(strip=True) == "Your answer (in MB)"
     assert numeric.select_one(".unit").get_text(strip=True) == "MB"
-    assert numeric.select_one("form.answer-form p.hint").get_text(strip=True) == "Accepted within ±5%."
+    hint = numeric.select_one("form.answer-form p.hint").get_text(strip=True)
+    assert hint.startswith("Accepted within ±5%;")
 
     buckets = parse(client.get("/questions/fixture-trace-buckets"))
     assert "±0.01 ms" in buckets.select_one("form.answer-form p.hint").get_text()

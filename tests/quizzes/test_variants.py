@@ -5,6 +5,7 @@ PostgreSQL when configured)."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ from tests.factories import (
     htmx_headers,
     import_folder,
     parse,
+    parse_fragment,
     sign_up,
     start_quiz,
 )
@@ -49,30 +51,37 @@ def _shown_variant(page: Any) -> int:
 
 
 def _edited_bank(tmp_path: Path) -> Path:
-    """The variant bank with ring-send-volume's largest buffer moved from 1200 to 1600 MB: every
-    variant keeps its index, and variant 2 (2 ranks, the largest buffer) gets another key."""
+    """The variant bank with ring-send-volume's formula doubled: every variant keeps its index
+    and its numbers, and gets another key."""
     bank = copy_bank(tmp_path / "edited", VARIANT_BANK)
     path = bank / "sizing" / f"{SLUG}.yaml"
-    text = path.read_text()
-    assert text.count("1200") == 2  # the values and the exclusion
-    path.write_text(text.replace("1200", "1600"))
+    lines = path.read_text().splitlines(keepends=True)
+    [at] = [i for i, line in enumerate(lines) if line.startswith("  per_rank_mb: ")]
+    lines[at] = "  per_rank_mb: 2 * (" + lines[at].split(": ", 1)[1].rstrip("\n") + ")\n"
+    path.write_text("".join(lines))
     return bank
 
 
-def test_an_attempt_on_variant_2_is_graded_against_variant_2s_key_even_after_the_question_changes(
+def _drawn(client: TestClient) -> int:
+    return int(client.get(f"{API}/{SLUG}").json()["variant"])
+
+
+def test_an_attempt_is_graded_against_its_own_variants_key_even_after_the_question_changes(
     variant_client: TestClient, session_factory: sessionmaker[Session], tmp_path: Path,
 ) -> None:
-    key = _key(SLUG, 2)
-    assert key == 1200 and _key(SLUG, 0) == 200
-    first = variant_client.post(f"{API}/{SLUG}/attempts", json={"answer": key, "variant": 2},
+    v = _drawn(variant_client)
+    key = _key(SLUG, v)
+    first = variant_client.post(f"{API}/{SLUG}/attempts", json={"answer": key, "variant": v},
                                 headers={"Idempotency-Key": "first"})
     assert first.status_code == 200, first.text
     body = first.json()
-    assert (body["variant"], body["correct"], body["correct_answer"]) == (2, True, key)
-    assert "1,200" in body["explanation"]  # the variant's own working, not the template
-    # Another variant's key is wrong for variant 2.
-    wrong = variant_client.post(f"{API}/{SLUG}/attempts", json={"answer": _key(SLUG, 1), "variant": 2})
-    assert wrong.json()["correct"] is False and wrong.json()["correct_answer"] == key
+    assert (body["variant"], body["correct"], body["correct_answer"]) == (v, True, key)
+    assert f"{key:,.0f}" in body["explanation"]  # the variant's own working, not the template
+    # The next draw is another variant, graded against its own key.
+    w = _drawn(variant_client)
+    assert w != v
+    wrong = variant_client.post(f"{API}/{SLUG}/attempts", json={"answer": key * 3, "variant": w})
+    assert wrong.json()["correct"] is False and wrong.json()["correct_answer"] == _key(SLUG, w)
 
     # A quiz pins the revision and its variant when it starts.
     quiz_url = start_quiz(variant_client, topics="sizing", count="1")
@@ -82,29 +91,30 @@ def test_an_attempt_on_variant_2_is_graded_against_variant_2s_key_even_after_the
 
     edited = _edited_bank(tmp_path)
     assert import_folder(session_factory, edited).updated == [SLUG]
-    assert _key(SLUG, 2, edited) == 1600
+    assert _key(SLUG, v, edited) == 2 * key
 
-    # The stored attempt still answers revision 1's variant 2: replayed, it comes back graded
-    # against 1200, whatever the question says now.
-    replay = variant_client.post(f"{API}/{SLUG}/attempts", json={"answer": key, "variant": 2},
+    # The stored attempt still answers revision 1's variant: replayed, it comes back graded
+    # against its key then, whatever the question says now.
+    replay = variant_client.post(f"{API}/{SLUG}/attempts", json={"answer": key, "variant": v},
                                  headers={"Idempotency-Key": "first"})
     assert replay.status_code == 409
     assert (replay.json()["correct"], replay.json()["correct_answer"], replay.json()["variant"]) == (
-        True, key, 2)
+        True, key, v)
     # The quiz grades its pinned variant of the revision it started on.
     action, hidden = form_fields(quiz_page, "form.answer-form")
     graded = variant_client.post(action, data={**hidden, "answer": f"{pinned_key:g}"},
                                  headers=htmx_headers(quiz_page))
     assert graded.status_code == 200, graded.text
     assert parse(graded).select_one("#verdict").get_text(strip=True) == "Right"
-    # A new attempt on variant 2 now meets the edited question's key.
-    now = variant_client.post(f"{API}/{SLUG}/attempts", json={"answer": key, "variant": 2})
-    assert (now.json()["correct"], now.json()["correct_answer"]) == (False, 1600)
+    # A new attempt now meets the edited question's key.
+    x = _drawn(variant_client)
+    now = variant_client.post(f"{API}/{SLUG}/attempts", json={"answer": _key(SLUG, x), "variant": x})
+    assert (now.json()["correct"], now.json()["correct_answer"]) == (False, 2 * _key(SLUG, x))
 
     with session_factory() as s:
         rows = s.execute(select(Attempt.variant, Attempt.correct, Attempt.revision_id)
                          .order_by(Attempt.id)).all()
-    assert [(v, c) for v, c, _ in rows] == [(2, True), (2, False), (pinned, True), (2, False)]
+    assert [(v_, c) for v_, c, _ in rows] == [(v, True), (w, False), (pinned, True), (x, False)]
     assert len({r for *_, r in rows[:3]}) == 1 and rows[3][2] != rows[0][2]
 
 
@@ -223,3 +233,26 @@ def test_a_problem_report_and_the_data_export_name_the_variant(
     [under_way] = data["answers_in_progress"]
     assert under_way["question"] == "zero3-memory-case" and under_way["answer"] == {"parts": ["c"]}
     assert isinstance(under_way["variant"], int)
+
+
+def test_verify_after_answering_in_a_quiz_runs_the_variant_the_quiz_pinned(
+    variant_client: TestClient, new_client: Callable[..., TestClient],
+) -> None:
+    """The graded fragment swaps in the Verify panel: its form carries the item's variant (it
+    carried 0, and Verify was then refused as an unanswered variant, or ran other numbers)."""
+    for _ in range(12):
+        learner = new_client()  # learners draw their own numbers
+        url = start_quiz(learner, topics="measured", count="1")
+        page = parse(learner.get(url))
+        pinned = _shown_variant(page)
+        if pinned:
+            break
+    assert pinned, "no quiz drew a variant other than the first"
+    action, hidden = form_fields(page, "form#answer-form")
+    graded = parse_fragment(learner.post(action, data={**hidden, "answer": "1"},
+                                         headers=htmx_headers(page)))
+    form = graded.select_one("#verify-panel form#verify-form")
+    assert form is not None and form.select_one("input[name=variant]")["value"] == str(pinned)
+    data = {i["name"]: i.get("value", "") for i in form.select("input[type=hidden]")}
+    run = learner.post(form["action"], data=data, headers=htmx_headers(page))
+    assert run.status_code == 200, run.text

@@ -34,6 +34,7 @@ from app.review.models import (
 )
 from app.review.worker import FitWorker
 from app.settings import Settings
+from tests.databases import ONE_DATABASE
 from tests.factories import (
     FAST_FORGETTER,
     FIXTURE,
@@ -62,6 +63,7 @@ def _csrf(client: TestClient, url: str = "/review/schedule") -> dict[str, str]:
     return {"csrf_token": str(page.select_one("input[name=csrf_token]")["value"])}
 
 
+@ONE_DATABASE  # the fit's arithmetic; its queue is tested on both databases below
 def test_a_fit_from_a_known_models_log_schedules_closer_to_that_model_than_the_defaults(
     client: TestClient, clock: FixedClock, settings: Settings,
     session_factory: sessionmaker[Session],
@@ -209,6 +211,10 @@ def test_the_workload_table_costs_more_reviews_at_higher_retention(
     totals = {float(r["data-retention"]): float(text(r.select("td")[2])) for r in rows}
     assert set(totals) == set(fitting.RETENTION_CHOICES)
     assert totals[0.97] > totals[0.9] > totals[0.7] > 0
+    # The busiest day after today tells the retentions apart (today is the backlog already
+    # due, the same whatever the retention): no column that says one number seven times.
+    busiest = {float(r["data-retention"]): float(text(r.select_one("td.busiest"))) for r in rows}
+    assert busiest[0.97] > busiest[0.7] and len(set(busiest.values())) > 1
     # The API gives the same simulation.
     body = client.get("/api/v1/review/schedule").json()
     assert body["own_parameters"] is False and body["desired_retention"] == 0.9

@@ -197,7 +197,7 @@ def test_the_inbox_and_the_stats_pages_show_the_flag_with_its_numbers(
     assert admin_client.get("/author/stats?sort=nonsense").status_code == 200
 
 
-def test_the_api_gives_the_same_numbers_to_authors_only(
+def test_the_api_gives_every_author_the_whole_banks_numbers(
     planted: list[First], admin_client: TestClient, author_client: TestClient,
     session_factory: sessionmaker[Session],
 ) -> None:
@@ -212,7 +212,13 @@ def test_the_api_gives_the_same_numbers_to_authors_only(
     assert [i["revision"] for i in one] == [1, 2]
     assert admin_client.get("/api/v1/stats/items/no-such").status_code == 404
     assert admin_client.get("/api/v1/stats/items", params={"sort": "x"}).status_code == 422
-    # The bank's questions are the admin's: an author sees none of them.
-    assert author_client.get("/api/v1/stats/items").json() == []
-    assert author_client.get("/api/v1/stats/items/fixture-single").status_code == 403
-    assert "No first attempts yet" in text(parse(author_client.get("/author/stats")).select_one("main"))
+    # Every author reads the whole bank's statistics, the bank's questions included, and a
+    # question that is not theirs leads to its editor in proposal mode.
+    assert author_client.get("/api/v1/stats/items", params={"sort": "discrimination"}).json() == body
+    assert author_client.get("/api/v1/stats/items/fixture-numeric").json() == one
+    page = parse(author_client.get("/author/stats/fixture-single"))
+    action = page.select_one("main p.actions a.button")
+    assert action is not None and text(action) == "Propose an edit"
+    assert action["href"] == "/author/questions/fixture-single"
+    rows = parse(author_client.get("/author/stats")).select("table.item-stats tbody tr")
+    assert len(rows) == len(body)

@@ -29,7 +29,7 @@ from tests.verify.test_bank_verify import load
 
 VARIANT_BANK = TESTS / "fixtures" / "variant_bank"
 SLUG = "allreduce-bytes-per-rank"
-RIGHT = "per_rank_bytes: 2 * (world_size - 1) / world_size * mib * 2**20"
+RIGHT = "per_rank_bytes: plan_ring_all_reduce_bytes(mib * 2**20, ranks=world_size)"
 # Right for two ranks only: on four a rank sends 1.5 times the buffer, not the buffer.
 WRONG = "per_rank_bytes: (2 * (world_size - 1) / world_size if world_size == 2 else 1) * mib * 2**20"
 
@@ -85,7 +85,7 @@ def test_a_variant_torch_disagrees_with_fails_bank_verify_by_name(
         g = gate.check(db_session=s, revision=q.current_revision, versions=versions)
         assert not g.passed
         assert g.reason() == ("2 knob combinations fail their expectations: "
-                              "variant 2 (world_size=4, mib=1); variant 3 (world_size=4, mib=4)")
+                              "variant 3 (world_size=4, mib=1); variant 4 (world_size=4, mib=4)")
 
 
 @pytest.fixture
@@ -117,4 +117,4 @@ def test_publish_refuses_a_draft_whose_variant_disagrees_with_torch(
         assert q is not None and user is not None
         with pytest.raises(PublishRefused) as refused:
             publish(db_session=s, question=q, user=user, versions=versions)
-    assert "variant 2 (world_size=4, mib=1); variant 3 (world_size=4, mib=4)" in str(refused.value)
+    assert "variant 3 (world_size=4, mib=1); variant 4 (world_size=4, mib=4)" in str(refused.value)

@@ -165,6 +165,30 @@ def test_collectives_can_count_one_iteration() -> None:
     assert check(exp(collectives={"op": "all_reduce", "count": 3}), res).passed
 
 
+def test_collectives_can_count_only_the_calls_to_or_from_a_ring_neighbour() -> None:
+    def sends(*peers: int) -> list[dict[str, Any]]:
+        return [{"kind": "collective_start", "op": "send", "source": "snippet", "iteration": None,
+                 "t_ms": 1.0, "peer": p} for p in peers]
+
+    def three_ranks(peers_of: Any) -> RunResult:
+        return RunResult.model_validate({
+            "outcome": "ok", "diagnosis": "", "world_size": 3, "torch_version": "2.13.0",
+            "harness_version": "3",
+            "ranks": [{"rank": r, "values": {}, "error": None, "blocked_in": None,
+                       "events": sends(*peers_of(r))} for r in range(3)]})
+
+    ring = three_ranks(lambda r: [(r + 1) % 3] * 2)
+    direct = three_ranks(lambda r: [q for q in range(3) if q != r])
+    only_next = exp(collectives={"rank": "all", "op": "send", "peer": "not_next", "count": 0})
+    assert check(only_next, ring).passed
+    got = check(only_next, direct)
+    assert not got.passed and got.per_rank == {0: (1, False), 1: (1, False), 2: (1, False)}
+    assert got.expected == "send entered exactly 0 times toward a rank other than the next on every rank"
+    assert check(exp(collectives={"rank": 2, "op": "send", "peer": "next", "count": 2}), ring).passed
+    assert check(exp(collectives={"rank": 0, "op": "send", "peer": "previous", "count": 1}),
+                 direct).passed
+
+
 def test_bytes_compare_with_a_relative_tolerance_bounds_or_another_ranks_bytes() -> None:
     res = result(rank0_bytes_sent=1_050_000, rank1_bytes_sent=2_100)
     near = check(exp(bytes={"equals": 2**20}), res)

@@ -93,7 +93,11 @@ def test_a_quiz_offers_the_run_only_after_the_question_is_answered(client: TestC
         action, hidden = form_fields(page, "form#answer-form")
         answer = page.select_one("form#answer-form input[name=answer]")["value"]
         graded = client.post(action, data={**hidden, "answer": answer}, headers=HX)
-        swapped = parse_fragment(graded).select_one("#verify-panel")
-        assert swapped.select_one("form.knobs-form button.verify-button") is not None
+        fragment = parse_fragment(graded)
+        swapped = fragment.select_one("#verify-panel")
+        assert swapped.select_one("form#verify-form.knobs-form") is not None
+        # Its Verify button sits right under the verdict, and submits the panel's form.
+        (button,) = fragment.select("button.verify-button")
+        assert button.find_parent("section", class_="graded") is not None and button["form"] == "verify-form"
         return
     raise AssertionError("the quiz had no question with a snippet")

@@ -6,8 +6,8 @@ import json
 import os
 import signal
 import threading
-import time
 from collections import Counter
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -16,8 +16,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.db import session_scope
 from app.settings import Settings
-from app.verify import service
-from app.verify.models import RUN_DONE, RUN_FAILED, RUN_QUEUED, RUN_RUNNING, Run
+from app.verify import queue, results, service
+from app.verify.models import RUN_DONE, RUN_FAILED, RUN_QUEUED, Run
 from app.verify.worker import Worker
 from tests.factories import enqueue, make_request, run_status, wait_for
 
@@ -26,6 +26,26 @@ import os
 # One marker file per execution: the test counts them to prove each run executed once.
 open(os.path.join(params["dir"], f"{params['i']}-{os.getpid()}"), "w").close()
 report("i", params["i"])
+"""
+
+# Its first execution marks that it started and then runs until its worker is killed; the
+# execution after that finds the mark and reports at once.
+UNTIL_KILLED_SNIPPET = """
+import os, time
+mark = os.path.join(params["dir"], "started")
+if os.path.exists(mark):
+    report("resumed", True)
+else:
+    open(mark, "w").close()
+    time.sleep(120)
+"""
+# Marks that it started, then finishes only once the test says so.
+UNTIL_TOLD_SNIPPET = """
+import os, time
+open(os.path.join(params["dir"], "started"), "w").close()
+while not os.path.exists(os.path.join(params["dir"], "finish")):
+    time.sleep(0.01)
+report("finished", True)
 """
 
 
@@ -113,31 +133,38 @@ def test_two_worker_processes_execute_twenty_runs_exactly_once(
 
 
 def test_run_of_a_killed_worker_is_claimed_again_and_completes(
-    session_factory: sessionmaker[Session], worker_process  # type: ignore[no-untyped-def]
+    session_factory: sessionmaker[Session], worker_process, tmp_path: Path  # type: ignore[no-untyped-def]
 ) -> None:
+    # The marker file is the side effect the sandbox exists to stop: these workers run without it.
     run_id = enqueue(session_factory, make_request(
-        "import time\ntime.sleep(2.0)\nreport('slept', True)", timeout_s=10))
-    doomed = worker_process(lease_seconds=1.5)
-    wait_for(lambda: run_status(session_factory, run_id) == RUN_RUNNING, timeout=30)
+        UNTIL_KILLED_SNIPPET, params={"dir": str(tmp_path)}, timeout_s=60))
+    doomed = worker_process(lease_seconds=1.5, sandbox=False)
+    wait_for(lambda: (tmp_path / "started").exists(), timeout=60)  # the run is executing
     os.killpg(doomed.pid, signal.SIGKILL)
     doomed.wait(timeout=10)
-    worker_process(lease_seconds=1.5)
+    worker_process(lease_seconds=1.5, sandbox=False)
     wait_for(lambda: run_status(session_factory, run_id) == RUN_DONE, timeout=60)
     with session_scope(session_factory) as s:
         run = s.get(Run, run_id)
         assert run is not None and run.attempts == 2
-        assert run.result is not None and run.result["ranks"][0]["values"]["slept"] is True
+        assert run.result is not None and run.result["ranks"][0]["values"]["resumed"] is True
 
 
 def test_sigterm_lets_the_worker_finish_its_run(
-    session_factory: sessionmaker[Session], worker_process  # type: ignore[no-untyped-def]
+    session_factory: sessionmaker[Session], worker_process, tmp_path: Path  # type: ignore[no-untyped-def]
 ) -> None:
-    run_id = enqueue(session_factory, make_request("import time\ntime.sleep(1.0)\nreport('ok', 1)"))
-    proc = worker_process()
-    wait_for(lambda: run_status(session_factory, run_id) == RUN_RUNNING, timeout=30)
+    run_id = enqueue(session_factory, make_request(
+        UNTIL_TOLD_SNIPPET, params={"dir": str(tmp_path)}, timeout_s=60))
+    proc = worker_process(sandbox=False)
+    wait_for(lambda: (tmp_path / "started").exists(), timeout=60)  # the run is executing
     proc.send_signal(signal.SIGTERM)
-    assert proc.wait(timeout=30) == 0
+    (tmp_path / "finish").touch()  # only now may the run end
+    assert proc.wait(timeout=60) == 0
     assert run_status(session_factory, run_id) == RUN_DONE
+    with session_scope(session_factory) as s:
+        run = s.get(Run, run_id)
+        assert run is not None and run.result is not None
+        assert run.result["ranks"][0]["values"]["finished"] is True
 
 
 def test_infrastructure_failure_is_retried_then_marked_failed(
@@ -145,15 +172,15 @@ def test_infrastructure_failure_is_retried_then_marked_failed(
 ) -> None:
     run_id = enqueue(session_factory, make_request("report('x', 3)"))
     statuses = []
-    for n in range(service.MAX_ATTEMPTS):
+    for n in range(queue.MAX_ATTEMPTS):
         with session_scope(session_factory) as s:
-            run = service.claim_run(db_session=s, worker_id=f"w{n}", lease_seconds=30)
+            run = queue.claim_run(db_session=s, worker_id=f"w{n}", lease_seconds=30)
             assert run is not None and run.id == run_id
-            statuses.append(service.fail_attempt(db_session=s, run_id=run_id, worker_id=f"w{n}",
+            statuses.append(queue.fail_attempt(db_session=s, run_id=run_id, worker_id=f"w{n}",
                                                  reason="forkserver died"))
     assert statuses == [RUN_QUEUED, RUN_QUEUED, RUN_FAILED]
     with session_scope(session_factory) as s:
-        assert service.claim_run(db_session=s, worker_id="w9", lease_seconds=30) is None
+        assert queue.claim_run(db_session=s, worker_id="w9", lease_seconds=30) is None
         # A failed run is not an answer: asking again queues a new one.
         again, cached = service.request_run(db_session=s, req=make_request("report('x', 3)"))
         assert again.id != run_id and not cached
@@ -164,20 +191,22 @@ def test_expired_lease_is_reclaimed_and_the_old_worker_cannot_complete(
 ) -> None:
     run_id = enqueue(session_factory, make_request("report('x', 4)"))
     with session_scope(session_factory) as s:
-        assert service.claim_run(db_session=s, worker_id="old", lease_seconds=0.01) is not None
-    time.sleep(0.05)
+        claimed = queue.claim_run(db_session=s, worker_id="old", lease_seconds=30)
+        assert claimed is not None
+        # The old worker stopped renewing: its lease ran out a second ago.
+        claimed.lease_expires_at = claimed.claimed_at - timedelta(seconds=1)
     with session_scope(session_factory) as s:
-        run = service.claim_run(db_session=s, worker_id="new", lease_seconds=30)
+        run = queue.claim_run(db_session=s, worker_id="new", lease_seconds=30)
         assert run is not None and run.id == run_id and run.attempts == 2
-        assert not service.renew_lease(db_session=s, run_id=run_id, worker_id="old", lease_seconds=30)
+        assert not queue.renew_lease(db_session=s, run_id=run_id, worker_id="old", lease_seconds=30)
 
 
 def test_worker_rejects_a_result_of_the_wrong_shape(session_factory: sessionmaker[Session]) -> None:
     run_id = enqueue(session_factory, make_request("report('x', 5)"))
     with session_scope(session_factory) as s:
-        service.claim_run(db_session=s, worker_id="w", lease_seconds=30)
-        with pytest.raises(service.InvalidResult):
-            service.complete_run(db_session=s, run_id=run_id, worker_id="w",
+        queue.claim_run(db_session=s, worker_id="w", lease_seconds=30)
+        with pytest.raises(results.InvalidResult):
+            queue.complete_run(db_session=s, run_id=run_id, worker_id="w",
                                  result={"outcome": "great", "ranks": "many"})
 
 
@@ -185,7 +214,7 @@ def test_oversized_result_is_trimmed_before_storing() -> None:
     data = {"diagnosis": "ok", "ranks": [
         {"events": [{"t_ms": i, "kind": "x", "pad": "y" * 100} for i in range(5000)],
          "stdout": "", "stderr": ""}], "buckets": []}
-    capped = service.cap_result(data, limit=100_000)
+    capped = results.cap_result(data, limit=100_000)
     assert len(json.dumps(capped)) <= 100_000
     assert "trimmed" in capped["diagnosis"]
 
@@ -194,7 +223,7 @@ def test_huge_reported_values_are_replaced_so_the_result_fits_the_cap() -> None:
     data = {"diagnosis": "ok", "buckets": [], "ranks": [
         {"rank": r, "events": [], "stdout": "", "stderr": "",
          "values": {f"v{i}": [0.5] * 100_000 for i in range(5)} | {"small": 1}} for r in range(2)]}
-    capped = service.cap_result(data, limit=200_000)
+    capped = results.cap_result(data, limit=200_000)
     assert len(json.dumps(capped)) <= 200_000
     assert capped["ranks"][0]["values"]["small"] == 1
     assert str(capped["ranks"][0]["values"]["v0"]).startswith("(not stored:")

@@ -6,17 +6,28 @@ import os
 import signal
 import sqlite3
 import threading
+from pathlib import Path
 
 import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.db import session_scope
 from app.settings import Settings
-from app.verify.models import RUN_DONE, RUN_RUNNING, Run
+from app.verify.models import RUN_DONE, Run
 from app.verify.worker import Worker, WorkerPool
 from tests.factories import enqueue, make_request, run_status, wait_for
 
-RUN_SECONDS = 2.0
+# Its first execution marks that it started and then runs until its worker is killed; the
+# execution after that finds the mark and reports at once.
+UNTIL_KILLED_SNIPPET = """
+import os, time
+mark = os.path.join(params["dir"], "started")
+if os.path.exists(mark):
+    report("resumed", True)
+else:
+    open(mark, "w").close()
+    time.sleep(120)
+"""
 
 
 def _owner_pid(factory: sessionmaker[Session], run_id: int) -> int:
@@ -27,16 +38,18 @@ def _owner_pid(factory: sessionmaker[Session], run_id: int) -> int:
 
 
 def test_a_killed_workers_run_is_taken_over_and_completes(
-    session_factory: sessionmaker[Session], worker_process, settings: Settings,  # type: ignore[no-untyped-def]
+    session_factory: sessionmaker[Session], worker_process, tmp_path: Path,  # type: ignore[no-untyped-def]
 ) -> None:
     lease = Settings().lease_seconds  # the default: what operators get
-    workers = [worker_process(lease_seconds=lease), worker_process(lease_seconds=lease)]
+    # The marker file is the side effect the sandbox exists to stop: these workers run without it.
+    workers = [worker_process(lease_seconds=lease, sandbox=False),
+               worker_process(lease_seconds=lease, sandbox=False)]
     # Both workers have their rank pools warm once each has run something.
     warm = [enqueue(session_factory, make_request(f"report('warm', {i})")) for i in range(4)]
     wait_for(lambda: all(run_status(session_factory, i) == RUN_DONE for i in warm), timeout=120)
     run_id = enqueue(session_factory, make_request(
-        f"import time\ntime.sleep({RUN_SECONDS})\nreport('slept', True)", timeout_s=20))
-    wait_for(lambda: run_status(session_factory, run_id) == RUN_RUNNING, timeout=30)
+        UNTIL_KILLED_SNIPPET, params={"dir": str(tmp_path)}, timeout_s=60))
+    wait_for(lambda: (tmp_path / "started").exists(), timeout=60)  # the run is executing
     doomed = next(w for w in workers if w.pid == _owner_pid(session_factory, run_id))
     os.killpg(doomed.pid, signal.SIGKILL)
     doomed.wait(timeout=10)
@@ -46,20 +59,20 @@ def test_a_killed_workers_run_is_taken_over_and_completes(
     with session_scope(session_factory) as s:
         run = s.get(Run, run_id)
         assert run is not None and run.attempts == 2
-        assert run.result is not None and run.result["ranks"][0]["values"]["slept"] is True
+        assert run.result is not None and run.result["ranks"][0]["values"]["resumed"] is True
 
 
 def _polls_while_the_write_lock_is_held(worker: Worker, database_url: str) -> list[bool]:
     """What the worker's next poll returns while another connection holds SQLite's write
-    lock; a poll that took the lock would wait out the 15 s busy timeout (and return nothing
-    within these 5 s)."""
+    lock; a poll that took the lock would wait out the 15 s busy timeout and fail (returning
+    nothing), since the lock is held until the poll has ended."""
     writer = sqlite3.connect(database_url.removeprefix("sqlite:///"), isolation_level=None)
     writer.execute("BEGIN IMMEDIATE")
     try:
         result: list[bool] = []
         look = threading.Thread(target=lambda: result.append(worker.run_once()))
         look.start()
-        look.join(timeout=5)
+        look.join(timeout=120)
         return result
     finally:
         writer.execute("ROLLBACK")
@@ -102,7 +115,7 @@ def test_a_claim_that_fails_leaves_the_next_poll_a_read(
     def locked(**_: object) -> None:
         raise RuntimeError("database is locked")
 
-    monkeypatch.setattr("app.verify.service.claim_run", locked)
+    monkeypatch.setattr("app.verify.queue.claim_run", locked)
     with pytest.raises(RuntimeError):
         worker.claim()
     monkeypatch.undo()

@@ -4,6 +4,7 @@ after that timeout under real `torchrun`, not after gloo's 30-minute default."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -59,3 +60,19 @@ def test_a_finishing_script_prints_values_and_the_finished_outcome(tmp_path: Pat
     assert "[rank 0] g = 3.0" in out.stdout
     assert "[rank 0] outcome: finished" in out.stdout and "[rank 1] outcome: finished" in out.stdout
     assert out.stderr.count("Failed to initialize NumPy") <= 1
+
+
+def test_an_evidence_questions_script_writes_its_profile_as_a_chrome_trace(tmp_path: Path) -> None:
+    bank = load_bank(REAL_BANK)
+    doc = next(q for q in bank.questions if q.slug == "evidence-ddp-profile-overlap")
+    assert doc.verify is not None and doc.snippet_text is not None
+    world_size, params = knobs.resolve(doc.verify, {})
+    script = tmp_path / f"{doc.slug}.py"
+    script.write_text(torchrun_script(slug=doc.slug, title=doc.title, snippet=doc.snippet_text,
+                                      world_size=world_size, params=params,
+                                      timeout_s=doc.verify.timeout_s))
+    out = _torchrun(script)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "[rank 0] artifact step (profile) written to step-rank0.trace.json" in out.stdout
+    trace = json.loads((tmp_path / "step-rank0.trace.json").read_text())
+    assert any(e.get("name") == "gloo:all_reduce" for e in trace["traceEvents"])

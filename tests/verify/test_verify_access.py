@@ -16,7 +16,7 @@ from app.questions.schema import VerifyBlock
 from app.questions.service import add_revision, revision_doc
 from app.settings import Settings
 from app.verify.models import Run
-from tests.factories import enqueue, form_fields, make_request, parse, start_quiz
+from tests.factories import answered, enqueue, form_fields, make_request, parse, start_quiz
 
 HX = {"HX-Request": "true"}
 
@@ -73,6 +73,7 @@ def test_a_quiz_pinned_to_an_older_revision_verifies_that_revision(
     client: TestClient, session_factory: sessionmaker[Session]
 ) -> None:
     first = start_quiz(client, topics="basics", count="3")
+    answered(client)
     with session_scope(session_factory) as s:
         q = _question(s, "fixture-single")
         pinned = q.current_revision_id
@@ -108,6 +109,7 @@ def test_dropping_the_cookie_does_not_escape_the_per_address_limit(
             ratelimit.hit(db_session=s, bucket="verify-ip", key="testclient", limit=4, window_s=60,
                           message="")
     with TestClient(create_app(limited)) as c:
+        answered(c)
         r = c.post("/api/v1/questions/fixture-single/verify", json={"params": {}})
         assert r.status_code == 429
 

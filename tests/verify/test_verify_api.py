@@ -7,11 +7,13 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.settings import Settings
 from app.verify.worker import Worker
+from tests.factories import answered
 
 
 def test_verify_queues_a_run_that_a_worker_completes(
     client: TestClient, session_factory: sessionmaker[Session], settings: Settings
 ) -> None:
+    answered(client)
     r = client.post("/api/v1/questions/fixture-single/verify", json={"params": {}})
     assert r.status_code == 200, r.text
     body = r.json()
@@ -27,6 +29,7 @@ def test_verify_queues_a_run_that_a_worker_completes(
 def test_second_verify_of_the_same_knobs_is_cached(
     client: TestClient, session_factory: sessionmaker[Session], settings: Settings
 ) -> None:
+    answered(client)
     first = client.post("/api/v1/questions/fixture-single/verify", json={"params": {"scale": 2}}).json()
     Worker(session_factory, settings).run_once()
     again = client.post("/api/v1/questions/fixture-single/verify", json={"params": {"scale": 2}}).json()
@@ -66,6 +69,7 @@ def test_fresh_runs_are_rate_limited_but_cached_runs_are_free(
 
     limited = settings.model_copy(update={"verify_rate_per_minute": 1})
     with TestClient(create_app(limited)) as c:
+        answered(c)
         first = c.post("/api/v1/questions/fixture-single/verify", json={"params": {"scale": 1}})
         assert first.status_code == 200
         Worker(session_factory, settings).run_once()

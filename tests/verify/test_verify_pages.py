@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from app.settings import Settings
 from app.verify.torchrun import torchrun_script
 from app.verify.worker import Worker
+from tests.factories import answered
 
 HX = {"HX-Request": "true"}
 
@@ -54,6 +55,7 @@ def test_question_with_snippet_offers_predict_then_run_before_answering(client: 
 def test_pending_run_polls_and_done_run_stops_polling(
     client: TestClient, session_factory: sessionmaker[Session], settings: Settings
 ) -> None:
+    answered(client)
     pending = start(client, "fixture-single").select_one(".run")
     assert pending is not None and pending["data-status"] == "queued"
     assert pending["hx-trigger"] == "load delay:300ms"
@@ -69,17 +71,19 @@ def test_pending_run_polls_and_done_run_stops_polling(
 def test_answer_key_is_not_compared_before_the_learner_answers(
     client: TestClient, session_factory: sessionmaker[Session], settings: Settings
 ) -> None:
-    run_id = start(client, "fixture-single").select_one(".run")["data-run-id"]
-    before = finish(client, session_factory, settings, run_id, "fixture-single")
-    assert before.select_one(".checks") is None
-    assert "SENTINEL-RIGHT" not in before.get_text()
+    # Before answering there is no run to read: Verify is refused (predict, then run).
+    refused = client.post("/questions/fixture-single/verify",
+                          data={"csrf_token": csrf(client, "/questions/fixture-single")}, headers=HX)
+    assert refused.status_code == 409
+    assert "SENTINEL-RIGHT" not in refused.text
     answer = client.post("/questions/fixture-single/answer",
                          data={"answer": "b", "csrf_token": csrf(client, "/questions/fixture-single")},
                          headers=HX)
     # The graded fragment swaps the panel into its answered form out of band.
     oob = soup(answer.text).select_one("#verify-panel[hx-swap-oob]")
     assert oob is not None and oob.select_one("h2").get_text(strip=True) == "Verify by running it"
-    after = soup(client.get(f"/runs/{run_id}", params={"slug": "fixture-single"}, headers=HX).text)
+    run_id = start(client, "fixture-single").select_one(".run")["data-run-id"]
+    after = finish(client, session_factory, settings, run_id, "fixture-single")
     rows = after.select(".checks tbody tr")
     assert [r["class"] for r in rows] == [["pass"], ["pass"]]
     assert "SENTINEL-RIGHT" in after.select_one(".checks").get_text()
@@ -88,6 +92,7 @@ def test_answer_key_is_not_compared_before_the_learner_answers(
 def test_rerun_with_another_knob_shows_both_runs_and_what_changed(
     client: TestClient, session_factory: sessionmaker[Session], settings: Settings
 ) -> None:
+    answered(client)
     first = start(client, "fixture-single").select_one(".run")["data-run-id"]
     done = finish(client, session_factory, settings, first, "fixture-single")
     # The finished fragment tells the knob form (out of band) which run to compare with next.
@@ -104,8 +109,16 @@ def test_rerun_with_another_knob_shows_both_runs_and_what_changed(
                            headers=HX).text)
     changes = {row.th.get_text(strip=True): [td.get_text(strip=True) for td in row.select("td")]
                for row in frag.select(".compare tbody tr")}
-    assert changes["g on rank 0"] == ["1.5", "3.0", "+1.5, ×2"]
-    assert changes["g on rank 1"] == ["1.5", "3.0", "+1.5, ×2"]
+    assert changes["g on rank 0"] == ["1.5", "3.0", "+1.5 (+100%)"]
+    assert changes["g on rank 1"] == ["1.5", "3.0", "+1.5 (+100%)"]
+    # The knob is named by its label, its values in words, the runs as "the run before" and
+    # "this run" (never by their numbers, which need not grow with time).
+    knob = frag.select_one(".compare tr.knob")
+    assert knob is not None
+    assert [td.get_text(strip=True) for td in knob.select("td")] == ["1", "2", "you changed it"]
+    assert frag.select_one(".compare h3").get_text(strip=True) == "What changed since the run before"
+    heads = [th.get_text(strip=True) for th in frag.select(".compare thead th")]
+    assert heads[1:3] == ["The run before", "This run"]
 
 
 def test_disallowed_knob_from_the_form_is_a_clear_error(client: TestClient) -> None:
@@ -118,6 +131,7 @@ def test_disallowed_knob_from_the_form_is_a_clear_error(client: TestClient) -> N
 def test_verify_form_without_javascript_redirects_to_the_run_page(
     client: TestClient, session_factory: sessionmaker[Session], settings: Settings
 ) -> None:
+    answered(client)
     data = {"csrf_token": csrf(client, "/questions/fixture-single")}
     r = client.post("/questions/fixture-single/verify", data=data, follow_redirects=False)
     assert r.status_code == 303 and r.headers["location"].startswith("/runs/")
@@ -134,6 +148,9 @@ def test_verify_form_without_csrf_token_is_refused(client: TestClient) -> None:
 
 
 def test_torchrun_script_download_carries_snippet_and_knobs(client: TestClient) -> None:
+    # The snippet to run at home is a measurement: the learner's once they answered (409 before).
+    assert client.get("/questions/fixture-single/torchrun.py").status_code == 409
+    answered(client)
     r = client.get("/questions/fixture-single/torchrun.py", params={"knob.scale": "2"})
     assert r.status_code == 200
     assert 'filename="fixture-single.py"' in r.headers["content-disposition"]

@@ -5,8 +5,8 @@
                               limits=Limits(timeout_s=5))
 
 The engine process never imports torch. Ranks fork from a warm forkserver that
-started once, lazily, on the first run (see pool.py, zygote.py); a run costs tens
-of milliseconds. `Engine.run` is thread-safe. A snippet's own error or hang is a
+started once, lazily, on the first run (see pool.py, zygote.py), so a run does not
+import torch again. `Engine.run` is thread-safe. A snippet's own error or hang is a
 RunResult (outcome "error" / "timeout"); a broken engine raises EngineFailure.
 """
 
@@ -57,7 +57,18 @@ __all__ = [
 #    checks_start/checks_done and sequence-numbered events; ranks run at the caller's nice.
 # 11: bytes on the wire count once gloo has written them (tcpi_notsent_bytes added): a rank
 #     that finished a collective before the kernel sent its last small message read 0.
-HARNESS_VERSION = "11"
+# 12: an exercise's learner code runs in a learner process of its own per rank, its
+#     collectives performed and recorded by the rank's driver; the reference solution runs in
+#     the driver on the same secret data (reference values, bytes, memory marks).
+# 13: a memory mark counts the bytes written to the run's scratch file system since the learner
+#     process was ready, read with statvfs from outside (a file in a folder the learner closed,
+#     or unlinked while open, no longer hides).
+# 14: before a memory mark the learner process collects garbage and waits until its link's
+#     reader has let go of the last operation's tensors (a dropped temporary counted at times).
+# 15: checks can ask the drivers for secret tensors (`secret_tensors`), drawn from a seed only
+#     the drivers hold, each key once, with an optional bit flipped on one drawn rank (the
+#     flip drawn from a hash apart from the values).
+HARNESS_VERSION = "15"
 MIN_WORLD_SIZE = 1
 MAX_WORLD_SIZE = 8
 # Snippets are short programs; anything larger is a mistake.
@@ -79,8 +90,8 @@ def check_snippet(code: str) -> None:
     """Raise SnippetSyntaxError (with .line) if `code` does not compile."""
     if len(code.encode()) > MAX_SNIPPET_BYTES:
         raise SnippetSyntaxError(f"the snippet is larger than {MAX_SNIPPET_BYTES} bytes")
-    # Compiling nested scopes costs time quadratic in their depth: 2,000 nested lambdas
-    # (18 KB) take 0.7 s of the web process's CPU. No snippet needs this many.
+    # Compiling nested scopes costs time quadratic in their depth, in the web process.
+    # No snippet needs this many.
     lambdas = len(_LAMBDA.findall(code))
     if lambdas > MAX_LAMBDAS:
         raise SnippetSyntaxError(f"the code has {lambdas} lambdas; at most {MAX_LAMBDAS} are allowed")

@@ -43,34 +43,10 @@ def children_of(pid: int) -> list[int]:
         return []
 
 
-_MADV_COLLAPSE = 25  # Linux 6.1+
-_HUGE_PAGE = 2 * 1024 * 1024
-
-
-def collapse_heap_into_huge_pages() -> int:
-    """Back this process's large anonymous regions with 2 MiB pages; bytes collapsed.
-
-    For the forkserver once it has imported torch: each fork copies, and each exit tears
-    down, one page-table entry per 4 KiB page of them otherwise (tens of thousands), which
-    was about half the CPU of a trivial run. MADV_COLLAPSE works whatever the system's
-    transparent-huge-page setting short of never, and sets no flag on the regions, so the
-    children's own new memory stays in small pages. A kernel without it (EINVAL) or short
-    of huge pages (EAGAIN, ENOMEM) leaves a region as it was.
-    """
-    collapsed = 0
-    with open("/proc/self/maps") as maps:
-        regions = [line.split() for line in maps]
-    for fields in regions:
-        span, perms, inode = fields[0], fields[1], fields[4]
-        name = fields[5] if len(fields) > 5 else ""
-        if inode != "0" or not perms.startswith("rw") or name not in ("", "[heap]"):
-            continue
-        start, end = (int(x, 16) for x in span.split("-"))
-        first = -(-start // _HUGE_PAGE) * _HUGE_PAGE
-        last = end // _HUGE_PAGE * _HUGE_PAGE
-        if last - first < _HUGE_PAGE:
-            continue
-        if _libc.madvise(ctypes.c_void_p(first), ctypes.c_size_t(last - first),
-                         _MADV_COLLAPSE) == 0:
-            collapsed += last - first
-    return collapsed
+def name_of(pid: int) -> str:
+    """A process's name (what set_name gave it); empty once it is gone."""
+    try:
+        with open(f"/proc/{pid}/comm") as f:
+            return f.read().strip()
+    except OSError:
+        return ""

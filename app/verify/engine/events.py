@@ -1,8 +1,9 @@
 """The events a rank may send, as schemas, and the check every line from a rank passes before use.
 
-A rank's event channel is a pipe the snippet can reach (its fd is in the rank's
-own process, and the harness's frames are a `sys._getframe().f_back` away), so
-a line on it proves nothing about who wrote it. The runner parses each line with
+A rank's event channel is a pipe a snippet can reach (its fd is in the rank's own
+process, and the harness's frames are a `sys._getframe().f_back` away), so a line on
+it proves nothing about who wrote it. (In an exercise run only the driver holds it:
+the learner's code runs in a process of its own, driver.py.) The runner parses each line with
 `parse_event`: a line that is not one JSON object of a known kind, with exactly
 the fields docs/run-result.md gives that kind and values of their types, is
 rejected, and the runner makes that rank's result an error of the snippet. What
@@ -20,7 +21,11 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
+
+from app.verify.engine.artifacts import Artifact
+
+ARTIFACT: TypeAdapter[Any] = TypeAdapter(Artifact)
 
 # Integers a rank sends fit in 64 bits (nanosecond clocks, byte counts); a larger
 # one would overflow the float conversions that turn times into milliseconds.
@@ -30,7 +35,7 @@ Count = Annotated[int, Field(ge=0, le=_I64)]
 Seq = Annotated[int, Field(ge=1, le=_I64)]
 Line = Annotated[int, Field(ge=0, le=_I64)] | None
 Iteration = Annotated[int, Field(ge=0, le=_I64)] | None
-Source = Literal["snippet", "torch"]
+Source = Literal["snippet", "torch", "learner"]
 # report() values: the harness nests at most 32 levels (harness.jsonable); a few
 # more for the wrapping lists of complex numbers.
 MAX_VALUE_DEPTH = 40
@@ -51,9 +56,6 @@ class _Event(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
     t: Count
-    # The harness's own number of the line (0, 1, 2, ...): in an exercise run a break in it
-    # is tampering (runner._Rank._sequence).
-    n: Count | None = None
 
 
 class Started(_Event):
@@ -69,10 +71,6 @@ class SnippetStart(_Event):
     kind: Literal["snippet_start"]
     # True on an exercise run: the learner's code, then the checks apart.
     checks: bool | None = None
-
-
-class ChecksStart(_Event):
-    kind: Literal["checks_start"]
 
 
 class ChecksDone(_Event):
@@ -104,8 +102,9 @@ class ExceptionEvent(_Event):
     traceback: str
     sent_total: Count
     exit_code: Int | None = None
-    # In an exercise run: whose code raised ("learner" or "checks").
-    phase: Literal["learner", "checks"] | None = None
+    # In an exercise run: whose code raised ("learner" or "checks"), or the reference solution
+    # run by the driver ("reference": an author's problem).
+    phase: Literal["learner", "checks", "reference"] | None = None
 
 
 def _too_deep(value: Any, room: int) -> bool:
@@ -124,8 +123,9 @@ class Report(_Event):
     name: Annotated[str, Field(min_length=1)]
     value: Any
     iteration: Iteration
-    # "learner": reported by the learner's code in an exercise run (no check reads it).
-    source: Literal["learner", "checks"] | None = None
+    # In an exercise run: the learner's code ("learner", no check reads it), the checks program
+    # in the learner process ("checks") or in the driver, on the reference ("reference").
+    source: Literal["learner", "checks", "reference"] | None = None
 
     @field_validator("value")
     @classmethod
@@ -133,6 +133,47 @@ class Report(_Event):
         if _too_deep(value, MAX_VALUE_DEPTH):
             raise ValueError(f"nested deeper than {MAX_VALUE_DEPTH} levels")
         return value
+
+
+class ArtifactEvent(_Event):
+    kind: Literal["artifact"]
+    name: Annotated[str, Field(min_length=1, max_length=200)]
+    # One of the shapes of app.verify.engine.artifacts, checked against them whole.
+    artifact: dict[str, Any]
+
+    @field_validator("artifact")
+    @classmethod
+    def _shape(cls, value: dict[str, Any]) -> dict[str, Any]:
+        ARTIFACT.validate_python(value)
+        return value
+
+
+class MemoryMarkEvent(_Event):
+    kind: Literal["memory_mark"]
+    name: Annotated[str, Field(min_length=1)]
+    bytes: Count
+    ops: Count
+    source: Literal["learner", "reference"]
+
+
+class LearnerEnd(_Event):
+    kind: Literal["learner_end"]
+    exit_code: Int | None
+    confined: bool
+    peak_bytes: Count | None
+    files: Count | None
+    sent_total: Count
+
+
+class ReferenceEnd(_Event):
+    kind: Literal["reference_end"]
+    bytes_sent: Count
+    ok: bool
+
+
+class ProtocolErrorEvent(_Event):
+    kind: Literal["protocol_error"]
+    detail: str
 
 
 class Note(_Event):
@@ -286,9 +327,9 @@ class StageBackwardEnd(_Event):
 SCHEMAS: dict[str, type[_Event]] = {
     get_args(model.model_fields["kind"].annotation)[0]: model
     for model in (
-        Started, GroupReady, SnippetStart, ChecksStart, ChecksDone, SnippetEnd, EventsTruncated,
-        SetupError, ExceptionEvent,
-        Report, Note, CollectiveStart, CollectiveEnd, DdpInit, DdpForwardStart, DdpForwardEnd,
+        Started, GroupReady, SnippetStart, ChecksDone, SnippetEnd, EventsTruncated,
+        SetupError, ExceptionEvent, MemoryMarkEvent, LearnerEnd, ReferenceEnd, ProtocolErrorEvent,
+        Report, ArtifactEvent, Note, CollectiveStart, CollectiveEnd, DdpInit, DdpForwardStart, DdpForwardEnd,
         GradReady, DdpBackwardEnd, BucketReduceStart, BucketReduceEnd, JoinStart, JoinEnd,
         StageForwardStart, StageForwardEnd, StageBackwardStart, StageBackwardEnd,
     )

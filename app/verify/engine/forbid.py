@@ -1,29 +1,22 @@
-"""The exercise contract inside a rank: where the checks program starts, and what learner code may call.
+"""The exercise contract as text: where the checks program starts, and which collectives an
+exercise forbids.
 
 An exercise run is one text: the learner's code (or the reference solution, the
-starter, a known-wrong solution), then CHECKS_MARK, one line of options, and the
-exercise's checks program. The app composes it (`compose`), so it is part of the
-run's cache key; the rank splits it at the LAST mark (`split`), so a mark inside
-learner code stays learner code. The harness runs the two parts in separate
-namespaces (docs/exercises.md, "How a run executes").
+starter, a known-wrong solution), then CHECKS_MARK, one line of options (the
+forbidden collectives, the reference solution's code, whether the ranks share a
+folder), and the exercise's checks program. The app composes it (`compose`), so all
+of it is part of the run's cache key; the engine splits it at the LAST mark
+(`split`), so a mark inside learner code stays learner code. The engine hands the
+learner process only the learner's code and the checks program; the options stay
+with the driver (driver.py), which enforces `forbid` on every operation.
 
-While learner code runs (its module body, or any function or class it defined, called
-by the checks), the collectives named in the exercise's `forbid` raise
-ForbiddenCollective. The probes call `check` for every outermost torch.distributed
-call after recording its start, so the call is still in the trace, with its error.
-`check` also counts the collectives learner code made, for checks that need to know
-(`learner_calls`).
-
-Imports nothing but the standard library: the app uses CHECKS_MARK, FORBIDDABLE and
-`compose` without importing torch.
+Imports nothing but the standard library: the app uses it without importing torch.
 """
 
 from __future__ import annotations
 
-import functools
 import json
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 from typing import Any
 
 CHECKS_MARK = "\n\n\n# ---- the exercise's checks ----\n"
@@ -32,35 +25,54 @@ SNIPPET_FILE = "snippet.py"
 # The file name an exercise's checks run under (tracebacks tell the two apart).
 CHECKS_FILE = "checks.py"
 _OPTIONS_PREFIX = "# exercise: "
-# The torch.distributed calls an exercise may forbid: the probes' collectives a snippet
-# calls by name (not DDP's internal C++ bindings, nor new_group).
-FORBIDDABLE = frozenset({
-    "all_reduce", "all_reduce_coalesced", "reduce", "broadcast", "all_gather",
-    "all_gather_into_tensor", "all_gather_coalesced", "all_gather_object", "gather",
-    "gather_object", "scatter", "scatter_object_list", "broadcast_object_list",
-    "reduce_scatter", "reduce_scatter_tensor", "all_to_all", "all_to_all_single",
-    "barrier", "monitored_barrier", "send", "recv", "isend", "irecv", "send_object_list",
-    "recv_object_list", "batch_isend_irecv",
-})
-_POINT_TO_POINT = frozenset({"send", "recv", "isend", "irecv"})
+# What an exercise may forbid: torch.distributed's names, each with the operations of the
+# process group it comes down to (the driver sees only those: isend is a send). The object
+# collectives are made of the plain ones (all_gather_object of all_gathers): forbid those to
+# forbid them; named alone they forbid nothing.
+FORBIDDABLE: dict[str, frozenset[str]] = {
+    "all_reduce": frozenset({"all_reduce"}),
+    "all_reduce_coalesced": frozenset({"all_reduce_coalesced"}),
+    "reduce": frozenset({"reduce"}),
+    "broadcast": frozenset({"broadcast"}),
+    "all_gather": frozenset({"all_gather"}),
+    "all_gather_into_tensor": frozenset({"all_gather_into_tensor"}),
+    "all_gather_coalesced": frozenset({"all_gather_coalesced"}),
+    "all_gather_object": frozenset(),
+    "gather": frozenset({"gather"}),
+    "gather_object": frozenset(),
+    "scatter": frozenset({"scatter"}),
+    "scatter_object_list": frozenset(),
+    "broadcast_object_list": frozenset(),
+    "reduce_scatter": frozenset({"reduce_scatter"}),
+    "reduce_scatter_tensor": frozenset({"reduce_scatter_tensor"}),
+    "all_to_all": frozenset({"all_to_all"}),
+    "all_to_all_single": frozenset({"all_to_all_single"}),
+    "barrier": frozenset({"barrier"}),
+    "monitored_barrier": frozenset({"barrier"}),
+    "send": frozenset({"send"}),
+    "recv": frozenset({"recv"}),
+    "isend": frozenset({"send"}),
+    "irecv": frozenset({"recv"}),
+    "send_object_list": frozenset(),
+    "recv_object_list": frozenset(),
+    "batch_isend_irecv": frozenset({"send", "recv"}),
+}
+_POINT_TO_POINT = frozenset({"send", "recv"})
 
 
 class ForbiddenCollective(RuntimeError):
     """Learner code called a collective the exercise forbids."""
 
 
-class RulesChanged(RuntimeError):
-    """Learner code changed this module's state (the forbidden set, the depth of learner
-    calls, the harness's callback): the run cannot be judged, so it fails."""
-
-
-RULES_CHANGED = "your code changed the exercise's own rules (app.verify.engine.forbid)"
-
-
-def compose(code: str, checks: str, *, forbid: Iterable[str] = ()) -> str:
+def compose(code: str, checks: str, *, forbid: Iterable[str] = (), reference: str | None = None,
+            shared_folder: bool = False) -> str:
     """The text an exercise run executes: `code`, the mark, the options, the checks program."""
-    options = json.dumps({"forbid": sorted(set(forbid))}, separators=(",", ":"))
-    return f"{code}{CHECKS_MARK}{_OPTIONS_PREFIX}{options}\n{checks}"
+    options: dict[str, Any] = {"forbid": sorted(set(forbid))}
+    if reference is not None:
+        options["reference"] = reference
+    if shared_folder:
+        options["shared_folder"] = True
+    return f"{code}{CHECKS_MARK}{_OPTIONS_PREFIX}{json.dumps(options, separators=(',', ':'))}\n{checks}"
 
 
 def split(text: str) -> tuple[str, str, dict[str, Any]] | None:
@@ -89,75 +101,17 @@ def learner_part(text: str) -> str:
     return text if parts is None else parts[0]
 
 
-# --------------------------------------------------------------- inside a rank
-_forbidden: frozenset[str] = frozenset()
-_depth = 0
-_calls: dict[str, int] = {}
-# Called when a guarded learner call returns: the harness re-checks what it watches.
-_after_call: Callable[[], None] | None = None
+def operations(names: Iterable[Any]) -> frozenset[str]:
+    """The process-group operations that the forbidden torch.distributed names come down to."""
+    out: set[str] = set()
+    for name in names:
+        if isinstance(name, str):
+            out |= FORBIDDABLE.get(name, frozenset())
+    return frozenset(out)
 
 
-def configure(names: Iterable[str], *, after_call: Callable[[], None] | None = None) -> None:
-    """Set this rank's forbidden collectives (once, before learner code runs)."""
-    global _forbidden, _after_call
-    _forbidden = frozenset(n for n in names if n in FORBIDDABLE)
-    _after_call = after_call
-
-
-def check(name: str) -> None:
-    """Called by the probes for every outermost collective, after recording its start."""
-    if _depth:
-        _calls[name] = _calls.get(name, 0) + 1
-        if name in _forbidden:
-            raise ForbiddenCollective(_message(name))
-
-
-def _message(name: str) -> str:
-    if _forbidden & _POINT_TO_POINT:
-        return f"{name} is not allowed in this exercise"
-    return f"{name} is not allowed in this exercise: write it with send/recv"
-
-
-def learner_calls(*ops: str) -> int:
-    """How many of these collectives learner code has called so far on this rank."""
-    return sum(_calls.get(op, 0) for op in ops)
-
-
-@contextmanager
-def learner() -> Iterator[None]:
-    """Learner code runs inside: the forbidden collectives raise."""
-    global _depth
-    before = _depth
-    _depth = before + 1
-    try:
-        yield
-    finally:
-        changed = _depth != before + 1
-        _depth = before
-        if changed:
-            raise RulesChanged(RULES_CHANGED)
-
-
-def guard(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """`fn` (defined by learner code), run under the exercise's rules whenever it is called."""
-    if getattr(fn, "__ddpdrill_guarded__", False):
-        return fn
-
-    @functools.wraps(fn)
-    def guarded(*args: Any, **kwargs: Any) -> Any:
-        global _depth
-        before = _depth
-        _depth = before + 1
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            # Set to 0 inside the call, the depth would have switched the rules off.
-            changed = _depth != before + 1
-            _depth = before
-            if changed:
-                raise RulesChanged(RULES_CHANGED)
-            if not _depth and _after_call is not None:
-                _after_call()
-
-    guarded.__ddpdrill_guarded__ = True  # type: ignore[attr-defined]
-    return guarded
+def message(op: str, forbidden: frozenset[str]) -> str:
+    """What the learner's call of a forbidden operation raises."""
+    if forbidden & _POINT_TO_POINT:
+        return f"{op} is not allowed in this exercise"
+    return f"{op} is not allowed in this exercise: write it with send/recv"

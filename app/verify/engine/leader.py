@@ -1,9 +1,8 @@
 """The leader of one run: a fork of the forkserver that owns the run's session and its ranks.
 
 It makes its own session (the run's) and becomes a child subreaper, so that
-anything a snippet spawns stays in its tree. Usually it was forked in advance as
-the forkserver's spare, with two idle ranks already waiting for their pipes; it
-forks any further ranks when the run arrives. It hosts the rendezvous store (as
+anything a snippet spawns stays in its tree, and forks the run's ranks. It hosts
+the rendezvous store (as
 torchrun's agent does), reports each rank's exit to the runner as it happens, and
 on the runner's word (the time limit) or when the runner disappears it
 dumps the ranks' Python stacks and kills them. Finally it kills every descendant
@@ -28,7 +27,7 @@ from typing import Any, NoReturn
 
 import torch.distributed as dist
 
-from app.verify.engine import _linux, harness, sandbox
+from app.verify.engine import _linux, driver, harness, sandbox
 
 # How long the ranks get to write their Python stacks before SIGKILL.
 STACK_DUMP_WAIT_S = 0.2
@@ -36,9 +35,6 @@ MAX_STACK_CHARS = 8000
 # Leftover processes are killed and reaped until none remain, for at most this long.
 SWEEP_S = 3.0
 SPEC_WAIT_S = 30.0
-# Idle ranks a spare leader forks in advance: most runs have two.
-SPARE_RANKS = 2
-SPEC_FILE = ".spec.json"
 # Up to 8 ranks x 3 pipes, plus the control socket.
 MAX_FDS = 32
 _STORES: list[object] = []
@@ -76,34 +72,9 @@ def leader_main(fds: list[int], zygote_pid: int) -> NoReturn:
     status = 0
     try:
         if _become_leader(zygote_pid):
-            _lead(fds, [])
+            _lead(fds)
     except BaseException:
         status = 1  # the forkserver then kills whatever of the run may be left
-        traceback.print_exc()
-        sys.stderr.flush()
-    os._exit(status)
-
-
-def spare_main(sock: socket.socket, zygote_pid: int) -> NoReturn:
-    """Entry point of a leader forked in advance; never returns.
-
-    It makes its session and forks SPARE_RANKS idle ranks now, then waits for the
-    forkserver to hand it a run: the forks are off the run's critical path.
-    """
-    status = 0
-    try:
-        if _become_leader(zygote_pid):
-            me = os.getpid()
-            spares = [_fork_idle_rank(me) for _ in range(SPARE_RANKS)]
-            try:
-                msg, fds, _, _ = socket.recv_fds(sock, 64, MAX_FDS)
-            except OSError:
-                msg, fds = b"", []
-            sock.close()
-            if msg:
-                _lead(fds, spares)
-    except BaseException:
-        status = 1
         traceback.print_exc()
         sys.stderr.flush()
     os._exit(status)
@@ -122,36 +93,6 @@ def _become_leader(zygote_pid: int) -> bool:
     return True
 
 
-def _fork_idle_rank(leader: int) -> tuple[int, socket.socket]:
-    """A rank process forked before its run: it waits for its pipes, then runs the harness."""
-    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    pid = os.fork()
-    if pid == 0:
-        ours.close()
-        _idle_rank(theirs, leader)
-    theirs.close()
-    return pid, ours
-
-
-def _idle_rank(sock: socket.socket, leader: int) -> NoReturn:
-    status = harness.EXIT_HARNESS_FAILED
-    try:
-        _linux.die_with_parent()
-        if os.getppid() == leader:
-            msg, fds, _, _ = socket.recv_fds(sock, 4096, 3)
-            if msg and len(fds) == 3:
-                job = json.loads(msg)
-                with open(os.path.join(job["workdir"], SPEC_FILE)) as f:
-                    spec = json.load(f)
-                sock.close()
-                harness.rank_main(spec, int(job["rank"]), (fds[0], fds[1], fds[2]),
-                                  int(job["port"]), job["workdir"], leader)
-            status = 0  # no run came (world size 1, or the forkserver went away)
-    except BaseException:
-        traceback.print_exc()
-    os._exit(status)
-
-
 def _read_spec(channel: _Channel) -> dict[str, Any] | None:
     deadline = time.monotonic() + SPEC_WAIT_S
     while time.monotonic() < deadline:
@@ -166,7 +107,7 @@ def _read_spec(channel: _Channel) -> dict[str, Any] | None:
     return None
 
 
-def _lead(fds: list[int], spares: list[tuple[int, socket.socket]]) -> None:
+def _lead(fds: list[int]) -> None:
     channel = _Channel(socket.socket(fileno=fds[0]))
     spec = _read_spec(channel)
     if spec is None:
@@ -182,11 +123,11 @@ def _lead(fds: list[int], spares: list[tuple[int, socket.socket]]) -> None:
         scratch = int(spec["limits"].get("scratch_bytes", sandbox.DEFAULT_SCRATCH_BYTES))
         if scratch != sandbox.DEFAULT_SCRATCH_BYTES:
             sandbox.resize_scratch(scratch)
-        leftovers = _run(spec, world_size, rank_fds, workdir, channel, spares)
+        leftovers = _run(spec, world_size, rank_fds, workdir, channel)
     else:
         workdir = tempfile.mkdtemp(prefix="ddpdrill-run-")
         try:
-            leftovers = _run(spec, world_size, rank_fds, workdir, channel, spares)
+            leftovers = _run(spec, world_size, rank_fds, workdir, channel)
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
     # Only now: when the runner hears "done", nothing of the run remains.
@@ -194,7 +135,7 @@ def _lead(fds: list[int], spares: list[tuple[int, socket.socket]]) -> None:
 
 
 def _run(spec: dict[str, Any], world_size: int, rank_fds: list[int], workdir: str,
-         channel: _Channel, spares: list[tuple[int, socket.socket]]) -> int:
+         channel: _Channel) -> int:
     """Start the ranks, supervise them, sweep; return how many leftover processes were killed."""
     me = os.getpid()
     # The rendezvous store listens on a socket bound before the ranks run, so
@@ -203,38 +144,24 @@ def _run(spec: dict[str, Any], world_size: int, rank_fds: list[int], workdir: st
     port = listener.getsockname()[1]
     with open(os.path.join(workdir, harness.SNIPPET_FILE), "w") as f:
         f.write(spec["code"])
-    if spares:
-        with open(os.path.join(workdir, SPEC_FILE), "w") as f:
-            json.dump(spec, f)
+    if spec.get("shared_folder"):
+        # The folder an exercise's learner processes share (each owns what it writes in it).
+        shared = os.path.join(workdir, driver.SHARED_DIR)
+        os.mkdir(shared)
+        os.chmod(shared, 0o1777)
     pids: dict[int, int] = {}
     error = None
     for rank in range(world_size):
         fds = (rank_fds[3 * rank], rank_fds[3 * rank + 1], rank_fds[3 * rank + 2])
-        while spares:
-            pid, sock = spares.pop(0)
-            try:
-                job = json.dumps({"rank": rank, "port": port, "workdir": workdir}).encode()
-                socket.send_fds(sock, [job], list(fds))
-            except OSError:
-                _discard(pid)
-                continue
-            finally:
-                sock.close()
-            pids[pid] = rank
+        try:
+            pid = os.fork()
+        except OSError as exc:
+            error = f"could not fork rank {rank}: {exc}"
             break
-        else:
-            try:
-                pid = os.fork()
-            except OSError as exc:
-                error = f"could not fork rank {rank}: {exc}"
-                break
-            if pid == 0:
-                listener.close()
-                harness.rank_main(spec, rank, fds, port, workdir, me)
-            pids[pid] = rank
-    for pid, sock in spares:  # more idle ranks than the world size
-        sock.close()
-        _discard(pid)
+        if pid == 0:
+            listener.close()
+            harness.rank_main(spec, rank, fds, port, workdir, me)
+        pids[pid] = rank
     for fd in rank_fds:
         os.close(fd)
     if error is None:
@@ -254,13 +181,6 @@ def _run(spec: dict[str, Any], world_size: int, rank_fds: list[int], workdir: st
                      pids=[pid for pid, _ in sorted(pids.items(), key=lambda kv: kv[1])])
     _supervise(pids, workdir, channel)
     return _sweep(me)
-
-
-def _discard(pid: int) -> None:
-    """Kill and reap an idle rank that will not be used (it must not count as a leftover)."""
-    _signal(pid, signal.SIGKILL)
-    with contextlib.suppress(ChildProcessError):
-        os.waitpid(pid, 0)
 
 
 def _host_store(listener: socket.socket, world_size: int, timeout_s: float) -> None:
@@ -292,8 +212,12 @@ def _supervise(pids: dict[int, int], workdir: str, channel: _Channel) -> None:
                 if lines is None:  # the runner is gone: stop everything, no stacks
                     poller.unregister(ctrl_fd)
                     killed |= _kill(set(live.values()), pids, workdir, dump_stacks=False)
-                elif any(m.get("type") == "kill" for m in lines):
-                    killed |= _kill(set(live.values()), pids, workdir, dump_stacks=True)
+                else:
+                    for m in lines:
+                        if m.get("type") == "secret":
+                            _write_secret(workdir, m)
+                    if any(m.get("type") == "kill" for m in lines):
+                        killed |= _kill(set(live.values()), pids, workdir, dump_stacks=True)
                 continue
             pid = live.pop(fd)
             poller.unregister(fd)
@@ -305,6 +229,21 @@ def _supervise(pids: dict[int, int], workdir: str, channel: _Channel) -> None:
                          killed=pid in killed, cpu_s=usage.ru_utime + usage.ru_stime,
                          maxrss_kb=usage.ru_maxrss,
                          stack=_read_stack(workdir, rank) if pid in killed else None)
+
+
+def _write_secret(workdir: str, msg: dict[str, Any]) -> None:
+    """What the runner held back until every rank (and its learner process) existed: readable
+    by the ranks (the run's uid) only, never by a learner process (driver.py)."""
+    path = os.path.join(workdir, driver.REFERENCE_FILE)
+    tmp = path + ".tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        if sandbox.active:
+            os.fchown(fd, sandbox.run_uid(os.getpid()), sandbox.run_uid(os.getpid()))
+        os.write(fd, json.dumps({"reference": msg.get("reference")}).encode())
+    finally:
+        os.close(fd)
+    os.rename(tmp, path)
 
 
 def _kill(targets: set[int], pids: dict[int, int], workdir: str, *, dump_stacks: bool) -> set[int]:
@@ -347,7 +286,8 @@ def _read_stack(workdir: str, rank: int) -> str | None:
 
 
 def _sweep(me: int) -> int:
-    """Kill and reap every remaining descendant (they reparent to us); return how many."""
+    """Kill and reap every remaining descendant (they reparent to us); return how many the
+    snippet left (an exercise's learner processes, which end with their ranks, do not count)."""
     seen: set[int] = set()
     deadline = time.monotonic() + SWEEP_S
     while time.monotonic() < deadline:
@@ -357,7 +297,8 @@ def _sweep(me: int) -> int:
         except ChildProcessError:
             return len(seen)
         for pid in _linux.children_of(me):
-            seen.add(pid)
+            if not _linux.name_of(pid).startswith(driver.LEARNER_NAME):
+                seen.add(pid)
             _signal(pid, signal.SIGKILL)
         time.sleep(0.002)
     return len(seen)

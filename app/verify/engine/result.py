@@ -11,6 +11,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from app.verify.engine.artifacts import Artifact
+
 RESULT_VERSION = 1
 
 Outcome = Literal["ok", "error", "timeout"]
@@ -42,6 +44,16 @@ class BlockedIn(_Model):
     detail: str | None = Field(None, description="e.g. 'DDP gradient bucket 0'.")
 
 
+class MemoryMark(_Model):
+    """One memory measurement the checks program asked for (mark_memory), taken by the driver."""
+
+    name: str
+    bytes: int = Field(description="The learner process's anonymous and shared resident memory, "
+                                   "plus its files, above what it held before the learner's "
+                                   "code ran; 0 in the reference's marks.")
+    ops: int = Field(description="How many collectives the process had started before the mark.")
+
+
 class RankResult(_Model):
     rank: int
     values: dict[str, Any] = Field(default_factory=dict,
@@ -64,6 +76,29 @@ class RankResult(_Model):
         description="Exercise runs: what the learner's own code reported; no check reads it.")
     checks_done: bool | None = Field(
         None, description="Exercise runs: whether this rank ran the checks to the end.")
+    artifacts: dict[str, Artifact] = Field(
+        default_factory=dict,
+        description="artifact(name, kind, source): a profiler trace, a flight-recorder dump or "
+                    "a memory account, by name.")
+    reference_values: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Exercise runs: what the checks reported on the reference solution, run by "
+                    "the driver on this run's data.")
+    reference_bytes_sent: int | None = Field(
+        None, description="Exercise runs: bytes the reference solution sent on this rank.")
+    memory_marks: list[MemoryMark] = Field(
+        default_factory=list, description="Exercise runs: the learner process's memory marks.")
+    reference_marks: list[MemoryMark] = Field(
+        default_factory=list, description="Exercise runs: where the reference's marks fell.")
+    memory_peak_bytes: int | None = Field(
+        None, description="Exercise runs: the learner process's peak resident memory above its "
+                          "peak before the learner's code ran.")
+    files_written: int | None = Field(
+        None, description="Exercise runs with a shared folder: files this rank's learner process "
+                          "left there.")
+    learner_confined: bool | None = Field(
+        None, description="Exercise runs: the learner process ran fully confined (its own uid, "
+                          "no network); false off the sandbox.")
 
 
 class BucketRecord(_Model):
@@ -134,8 +169,11 @@ class RunResult(_Model):
     checks_problem: str | None = Field(
         None, description="Exercise runs: why the checks did not finish, in the learner's terms.")
     tampered: str | None = Field(
-        None, description="Exercise runs: why the event channel looks forged (events after "
-                          "checks_done, out of sequence, or not the harness's).")
+        None, description="Exercise runs: how a learner process broke the protocol with its "
+                          "driver (a forged or garbled message); the run fails every check.")
+    learner_confined: bool | None = Field(
+        None, description="Exercise runs: every learner process ran fully confined; a result "
+                          "that is false is not a grade (docs/exercises.md).")
 
     def rank(self, rank: int) -> RankResult:
         return self.ranks[rank]

@@ -28,10 +28,12 @@ from typing import Any
 from app.verify.engine.diagnosis import RunFacts, diagnose
 from app.verify.engine.errors import EngineFailure
 from app.verify.engine.events import MALFORMED_EVENT_TYPE, MalformedEvent, parse_event
+from app.verify.engine.forbid import compose, split
 from app.verify.engine.limits import Limits
 from app.verify.engine.pool import Pool
 from app.verify.engine.result import (
     BucketRecord,
+    MemoryMark,
     PipelineBlock,
     PipelineLane,
     RankError,
@@ -49,8 +51,9 @@ DRAIN_S = 2.0
 # exercise's verdict are kept (the checks' reports and how the rank ended).
 MAX_EVENT_BYTES = 16 * 2**20
 MAX_EVENTS = 50_000
-_ESSENTIAL = frozenset({"report", "exception", "snippet_end", "checks_start", "checks_done",
-                        "setup_error", "events_truncated"})
+_ESSENTIAL = frozenset({"report", "exception", "snippet_end", "checks_done", "setup_error",
+                        "events_truncated", "learner_end", "reference_end", "protocol_error",
+                        "memory_mark"})
 READ_CHUNK = 65536
 _UCRED = struct.Struct("iII")  # struct ucred: pid, uid, gid
 # Output pipes are widened to this (Linux's default pipe-max-size): a flooding
@@ -100,14 +103,9 @@ class _Rank:
     malformed: int = 0
     partial: bytes = b""
     exit: dict[str, Any] | None = None
-    # An exercise run (its snippet_start says so): the stream is checked for forgery.
+    # Set by _assemble from the rank's events (an exercise run's driver emits them).
     exercise: bool = False
-    snippet_started: bool = False
     checks_done: bool = False
-    # The harness numbers its events 0, 1, 2, ... (`n`); the next one expected.
-    next_n: int = 0
-    # Lines the runner could not read in order: a gap is then no evidence.
-    unread: bool = False
     tampered: str | None = None
 
     def feed_events(self, chunk: bytes) -> None:
@@ -115,53 +113,23 @@ class _Rank:
         if len(self.partial) > MAX_EVENT_BYTES:
             self.partial = b""
             self.dropped += 1
-            self.unread = True
         for line in lines:
             self.event_bytes += len(line)
             if self.event_bytes > MAX_EVENT_BYTES:
                 self.dropped += 1
-                self.unread = True
                 continue
             try:
                 event = parse_event(line)
             except MalformedEvent as exc:
-                # The harness writes only well-formed events: the snippet wrote this one.
                 self.malformed += 1
-                self._suspect("a line on the event channel that the harness did not write")
                 if self.malformed == 1:
                     self.events.append({"kind": "malformed_event", "t": time.monotonic_ns(),
                                         "detail": str(exc)})
                 continue
-            self._sequence(event)
             if len(self.events) >= MAX_EVENTS and event["kind"] not in _ESSENTIAL:
                 self.dropped += 1
                 continue
             self.events.append(event)
-
-    def _sequence(self, event: dict[str, Any]) -> None:
-        """Track the harness's numbering; in an exercise run, a break in it is tampering."""
-        kind = event["kind"]
-        if kind == "snippet_start" and not self.snippet_started:
-            # The first one is the harness's: learner code has not run yet.
-            self.snippet_started = True
-            self.exercise = event.get("checks") is True
-        n = event.get("n")
-        if self.checks_done:
-            self._suspect(f"a {kind!r} event after the checks had finished")
-        if not isinstance(n, int) or isinstance(n, bool):
-            self._suspect(f"a {kind!r} event without the harness's sequence number")
-        elif n < self.next_n or (n > self.next_n and not self.unread):
-            self._suspect(f"a {kind!r} event out of sequence (number {n}, expected "
-                          f"{self.next_n})")
-            self.next_n = max(self.next_n, n + 1)
-        else:
-            self.next_n = n + 1
-        if kind == "checks_done" and self.exercise:
-            self.checks_done = True
-
-    def _suspect(self, why: str) -> None:
-        if self.exercise and self.tampered is None:
-            self.tampered = why
 
 
 def run(pool: Pool, *, code: str, world_size: int, params: dict[str, Any], limits: Limits,
@@ -196,9 +164,11 @@ def run(pool: Pool, *, code: str, world_size: int, params: dict[str, Any], limit
         leader_end.close()
         for fd in writers:
             os.close(fd)
-    spec = {"code": code, "world_size": world_size, "params": params,
-            "limits": limits.as_dict(), "trace_buckets": trace_buckets}
-    watch = _Watch(ctrl, readers, ranks, limits, t0)
+    public, secret = _split_secret(code)
+    spec = {"code": public, "world_size": world_size, "params": params,
+            "limits": limits.as_dict(), "trace_buckets": trace_buckets,
+            "shared_folder": secret is not None and secret.get("shared_folder") is True}
+    watch = _Watch(ctrl, readers, ranks, limits, t0, secret)
     try:
         ctrl.sendall((json.dumps(spec) + "\n").encode())
         watch.loop()
@@ -216,6 +186,22 @@ def run(pool: Pool, *, code: str, world_size: int, params: dict[str, Any], limit
                      harness_version=harness_version, pool=pool)
 
 
+def _split_secret(code: str) -> tuple[str, dict[str, Any] | None]:
+    """An exercise run's text without the reference solution, and what it held back: the
+    reference goes to the leader only once every rank (and so every learner process,
+    forked before anything secret exists in its rank) has started (driver.py)."""
+    parts = split(code)
+    if parts is None:
+        return code, None
+    learner, checks, options = parts
+    reference = options.get("reference")
+    shared = options.get("shared_folder") is True
+    public = compose(learner, checks, forbid=[n for n in options.get("forbid", [])
+                                              if isinstance(n, str)], shared_folder=shared)
+    return public, {"reference": reference if isinstance(reference, str) else None,
+                    "shared_folder": shared}
+
+
 def _widen(fd: int) -> None:
     """Ask for a larger pipe buffer (see OUTPUT_PIPE_BYTES); keep the default if refused."""
     with contextlib.suppress(OSError, AttributeError):  # F_SETPIPE_SZ: Linux, Python 3.10+
@@ -226,8 +212,10 @@ class _Watch:
     """The event loop of one run."""
 
     def __init__(self, ctrl: socket.socket, readers: dict[int, tuple[str, int]],
-                 ranks: list[_Rank], limits: Limits, t0: int) -> None:
+                 ranks: list[_Rank], limits: Limits, t0: int,
+                 secret: dict[str, Any] | None = None) -> None:
         self.ctrl = ctrl
+        self.secret = secret
         self.readers = readers
         self.ranks = ranks
         self.limits = limits
@@ -301,6 +289,8 @@ class _Watch:
             kind = msg.get("type")
             if kind == "started":
                 self.leader = int(msg["leader"])  # in the leader's PID namespace
+                if self.secret is not None:
+                    self.ctrl.sendall((json.dumps({"type": "secret", **self.secret}) + "\n").encode())
             elif kind == "exit":
                 self.ranks[int(msg["rank"])].exit = msg
             elif kind == "done":
@@ -376,17 +366,47 @@ def _assemble(watch: _Watch, ranks: list[_Rank], *, t0: int, wall_ms: float, cod
         events: list[dict[str, Any]] = []
         values: dict[str, Any] = {}
         learner_values: dict[str, Any] = {}
+        artifacts: dict[str, Any] = {}
+        reference_values: dict[str, Any] = {}
+        marks: list[MemoryMark] = []
+        reference_marks: list[MemoryMark] = []
+        learner_end: dict[str, Any] | None = None
+        reference_bytes: int | None = None
         error: RankError | None = None
         malformed: dict[str, Any] | None = None
         sent = 0
         for raw in r.events:
             kind = raw["kind"]
             event = {"t_ms": _ms(raw["t"], t0), "kind": kind}
-            event.update((k, v) for k, v in raw.items() if k not in ("t", "kind", "n"))
+            event.update((k, v) for k, v in raw.items() if k not in ("t", "kind"))
+            source = event.get("source")
+            if kind in ("learner_end", "reference_end", "checks_done", "protocol_error") or (
+                    kind == "snippet_start" and event.get("checks") is True):
+                r.exercise = True
             if kind == "report" and isinstance(event.get("name"), str):
-                # In an exercise run only the checks' reports are measurements.
-                learner = r.exercise and event.get("source") != "checks"
-                (learner_values if learner else values)[event["name"]] = event.pop("value", None)
+                # In an exercise run the checks' reports are what the checks read (and compare
+                # with the reference's, reported by the driver); the learner's own are shown.
+                into = {"learner": learner_values, "reference": reference_values}.get(
+                    str(source), values)
+                into[event["name"]] = event.pop("value", None)
+                if source == "reference":
+                    continue  # the reference's run is not the learner's trace
+            elif kind == "memory_mark":
+                mark = MemoryMark(name=event["name"], bytes=event["bytes"], ops=event["ops"])
+                (reference_marks if source == "reference" else marks).append(mark)
+                if source == "reference":
+                    continue
+            elif kind == "reference_end":
+                reference_bytes = int(event["bytes_sent"])
+                continue
+            elif kind == "learner_end":
+                learner_end = event
+            elif kind == "checks_done":
+                r.checks_done = True
+            elif kind == "protocol_error":
+                r.tampered = f"the learner process broke the protocol: {event['detail']}"
+            elif kind == "artifact" and not r.exercise:
+                artifacts[event["name"]] = event.pop("artifact")
             elif kind == "exception":
                 error = RankError(type=str(event.get("type", "Exception")),
                                   message=str(event.get("message", "")),
@@ -394,14 +414,16 @@ def _assemble(watch: _Watch, ranks: list[_Rank], *, t0: int, wall_ms: float, cod
                                   traceback=str(event.pop("traceback", "")))
             elif kind == "setup_error":
                 setup_errors.append(f"rank {r.rank}: {event.get('type')}: {event.get('message')}")
-            elif kind == "snippet_start":
-                any_started = True
             elif kind == "malformed_event":
                 event["count"] = r.malformed
                 malformed = event
+            if kind == "snippet_start":
+                any_started = True
             if isinstance(event.get("sent_total"), int):
                 sent = max(sent, event["sent_total"])
             events.append(event)
+        if r.tampered is not None and malformed is None:
+            error = RankError(type="ProtocolError", message=r.tampered)
         if malformed is not None:
             # Whatever else the rank did, its trace can no longer be believed.
             more = f" ({r.malformed} malformed lines in all)" if r.malformed > 1 else ""
@@ -428,6 +450,13 @@ def _assemble(watch: _Watch, ranks: list[_Rank], *, t0: int, wall_ms: float, cod
             stdout_bytes=r.stdout.total, stderr_bytes=r.stderr.total, bytes_sent=sent,
             cpu_ms=cpu_ms, max_rss_bytes=max_rss, stack=stack,
             learner_values=learner_values, checks_done=r.checks_done if r.exercise else None,
+            artifacts=artifacts,
+            reference_values=reference_values if r.exercise else {},
+            reference_bytes_sent=reference_bytes, memory_marks=marks,
+            reference_marks=reference_marks,
+            memory_peak_bytes=learner_end.get("peak_bytes") if learner_end else None,
+            files_written=learner_end.get("files") if learner_end else None,
+            learner_confined=learner_end.get("confined") if learner_end else None,
         ))
     if not any_started:
         if watch.stop_reason == "timeout":
@@ -452,8 +481,8 @@ def _assemble(watch: _Watch, ranks: list[_Rank], *, t0: int, wall_ms: float, cod
                  "kept starting processes, up to its limit of processes, or ignored the stop), so "
                  "the engine killed the whole run: what each rank did last is lost.")
     if tampered:
-        text += ("\nThe run's event channel was tampered with "
-                 f"({tampered}): it fails every check, and its authors are told.")
+        text += (f"\nThe run ended on a broken message ({tampered}): it fails every check, and its "
+                 "authors are told.")
     elif checks_problem:
         text += f"\nThe exercise's checks did not finish: {checks_problem}."
     ready = [e["t_ms"] for rr in results for e in rr.events if e["kind"] == "group_ready"]
@@ -471,6 +500,8 @@ def _assemble(watch: _Watch, ranks: list[_Rank], *, t0: int, wall_ms: float, cod
         leftover_processes=leftovers, timings=timings,
         checks_finished=(checks_problem is None and not tampered) if exercise else None,
         checks_problem=checks_problem, tampered=tampered,
+        learner_confined=(all(rr.learner_confined is True for rr in results)
+                          if exercise else None),
     )
 
 

@@ -17,22 +17,28 @@ Built with plain Linux system calls through ctypes, no helper program:
    which vanishes with the run's last process.
 5. Each rank (`confine_rank`) switches to a uid of its own run, sets
    no_new_privs and an RLIMIT_NPROC that the kernel enforces for that uid.
+6. In an exercise run each rank's learner process (`confine_learner`) enters a
+   network namespace of its own with no interface up, switches to a uid of its own
+   rank, makes itself non-dumpable and installs the seccomp filter (seccomp.py).
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
+import math
 import os
 import platform
+import resource
 import signal
 import site
 import socket
 import struct
 import sys
 from pathlib import Path
+from typing import Any
 
-from app.verify.engine import _linux
+from app.verify.engine import _linux, seccomp
 
 CLONE_NEWNS = 0x00020000
 CLONE_NEWUTS = 0x04000000
@@ -62,7 +68,14 @@ _SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}
 # `kill(-1)` with that uid reaches exactly that run's leftovers.
 HOST_UID_BASE = 2_000_000_000
 RUN_UID_BASE = 100_000
-# The per-run scratch tmpfs before the run's own limit is known (a spare leader mounts it early).
+# The learner process of rank r of that run runs as RUN_UID_BASE + (r + 1) * PID_SPAN + p:
+# a uid of its own, which can neither signal nor trace the driver nor another rank's learner.
+PID_SPAN = 2**22  # the kernel's largest pid_max
+MAX_RANKS = 8
+UID_MAP_SIZE = RUN_UID_BASE + (MAX_RANKS + 1) * PID_SPAN
+# Threads of one learner process (RLIMIT_NPROC of its own uid): its own, torch's, the pipe's.
+LEARNER_THREADS = 32
+# The per-run scratch tmpfs before the run's own limit is known.
 DEFAULT_SCRATCH_BYTES = 64 * 2**20
 SCRATCH_DIR = "/tmp"
 # Python directories that live under SCRATCH_DIR on the host (an install or checkout in
@@ -131,6 +144,10 @@ def run_uid(leader_pid: int) -> int:
     return RUN_UID_BASE + leader_pid
 
 
+def learner_uid(leader_pid: int, rank: int) -> int:
+    return RUN_UID_BASE + (rank + 1) * PID_SPAN + leader_pid
+
+
 def probe() -> str | None:
     """None if this host lets the engine build its sandbox; otherwise why not.
 
@@ -179,8 +196,6 @@ def enter(sock: socket.socket, app_dir: Path) -> None:
     if os.geteuid() != 0:
         raise SandboxUnavailable(probe() or "the app must start as root")
     os.setgroups([])  # no supplementary host group (root's) may follow us inside
-    with open("/proc/sys/kernel/pid_max") as f:
-        pid_max = int(f.read())
     to_parent_r, to_parent_w = os.pipe()
     to_child_r, to_child_w = os.pipe()
     try:
@@ -224,7 +239,7 @@ def enter(sock: socket.socket, app_dir: Path) -> None:
     os.close(to_parent_w)
     os.close(to_child_r)
     if os.read(to_parent_r, 16) == b"map":
-        size = RUN_UID_BASE + pid_max + 1
+        size = UID_MAP_SIZE
         try:
             for name in ("uid_map", "gid_map"):
                 with open(f"/proc/{pid}/{name}", "w") as f:
@@ -350,23 +365,24 @@ def _loopback_up() -> None:
 
 
 def kill_run(leader_pid: int) -> None:
-    """Kill every process of the run led by `leader_pid` (its uid's), wherever it is in the tree.
+    """Kill every process of the run led by `leader_pid` (its uids'), wherever it is in the tree.
 
-    A forked child takes the run's uid and sends SIGKILL to -1: the kernel lets a
-    process with no privilege signal exactly the processes of its own uid.
+    A forked child takes each of the run's uids in turn (the ranks', then each learner
+    process's) and sends SIGKILL to -1: the kernel lets a process with no privilege signal
+    exactly the processes of its own uid.
     """
-    pid = os.fork()
-    if pid == 0:
-        try:
-            uid = run_uid(leader_pid)
-            os.setresgid(uid, uid, uid)
-            os.setresuid(uid, uid, uid)
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(-1, signal.SIGKILL)
-        finally:
-            os._exit(0)
-    with contextlib.suppress(ChildProcessError):
-        os.waitpid(pid, 0)
+    for uid in (run_uid(leader_pid), *(learner_uid(leader_pid, r) for r in range(MAX_RANKS))):
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.setresgid(uid, uid, uid)
+                os.setresuid(uid, uid, uid)
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(-1, signal.SIGKILL)
+            finally:
+                os._exit(0)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, 0)
 
 
 # --- Runs and ranks ---------------------------------------------------------------
@@ -376,14 +392,13 @@ def enter_run(leader_pid: int, scratch_bytes: int = DEFAULT_SCRATCH_BYTES) -> No
     """Give this run's leader its own mount, network and IPC namespaces and a fresh scratch tmpfs.
 
     Runs at the same moment then share no port, socket or shared memory: one cannot
-    reach another's rendezvous store. A spare leader does this before its run
-    arrives, so the few milliseconds are off the run's path.
+    reach another's rendezvous store.
     """
     uid = run_uid(leader_pid)
     unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC)
     _loopback_up()
     mount("tmpfs", SCRATCH_DIR, "tmpfs", MS_NOSUID | MS_NODEV,
-          f"size={scratch_bytes},nr_inodes={SCRATCH_INODES},mode=0700,uid={uid},gid={uid}")
+          f"size={scratch_bytes},nr_inodes={SCRATCH_INODES},mode=0711,uid={uid},gid={uid}")
     _rebind_tmp()
 
 
@@ -394,8 +409,6 @@ def resize_scratch(scratch_bytes: int) -> None:
 
 def confine_rank(leader_pid: int, processes: int) -> None:
     """Drop to the run's uid (no capability left), forbid gaining any, cap the process count."""
-    import resource
-
     uid = run_uid(leader_pid)
     os.setgroups([])
     os.setresgid(uid, uid, uid)
@@ -406,3 +419,46 @@ def confine_rank(leader_pid: int, processes: int) -> None:
     no_new_privs()
     # Counted per uid, threads included, across the run's ranks.
     resource.setrlimit(resource.RLIMIT_NPROC, (processes, processes))
+
+
+def confine_learner(*, uid: int | None, workdir: str, limits: dict[str, Any]) -> bool:
+    """Lock a learner process down before it runs anything (docs/sandbox.md); whether all of
+    it held: off the sandbox there is no uid of its own (`uid` None), and a host that is not
+    root gives no network namespace either. The rest holds everywhere.
+
+    Runs in the learner process right after its fork from the driver, while it still has
+    the driver's privileges inside the sandbox: an empty network namespace (no interface is
+    up, so no address is reachable; abstract Unix sockets are per namespace too), its
+    working folder made and given to its uid, then that uid (no capability left), the
+    parent-death signal again (a uid change clears it), non-dumpable (its /proc files are
+    no longer its own: it cannot reset its peak memory, and no process of its uid may
+    trace it), its limits, and the seccomp filter with no_new_privs.
+    """
+
+    confined = uid is not None
+    try:
+        unshare(CLONE_NEWNET)
+    except OSError:
+        confined = False
+    os.makedirs(workdir, mode=0o700, exist_ok=True)
+    parent = os.getppid()
+    if uid is not None:
+        os.chown(workdir, uid, uid)
+        os.setgroups([])
+        os.setresgid(uid, uid, uid)
+        os.setresuid(uid, uid, uid)
+        resource.setrlimit(resource.RLIMIT_NPROC, (LEARNER_THREADS, LEARNER_THREADS))
+    _linux.die_with_parent()
+    if os.getppid() != parent:  # the driver died before the signal was asked for again
+        os._exit(1)
+    _check(_libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0), "prctl(DUMPABLE)")
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    memory = int(limits["memory_bytes"])
+    resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+    cpu = max(1, math.ceil(float(limits["cpu_seconds"])))
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
+    scratch = int(limits.get("scratch_bytes", DEFAULT_SCRATCH_BYTES))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (scratch, scratch))
+    os.setpriority(os.PRIO_PROCESS, 0, int(limits.get("nice", 0)))
+    seccomp.install()
+    return confined

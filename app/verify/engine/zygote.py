@@ -3,11 +3,10 @@
 Started by `pool.Pool` as `python -m app.verify.engine.zygote FD sandbox|no-sandbox`
 with a scrubbed environment. Unless told otherwise it first moves into the
 namespace sandbox (sandbox.py), then preloads, freezes the heap out of the garbage collector's reach
-(so a rank's gc pass costs microseconds, not 100+ ms), says "ready" on FD and
+(so that a rank's collections do not walk the imported modules), says "ready" on FD and
 then waits for requests: each is one SOCK_SEQPACKET message carrying the run's
-control socket and rank pipes as SCM_RIGHTS. It keeps one spare leader, forked in
-advance with two idle ranks, and passes each request on to it, so a run does not
-wait for forks. It exits when the engine closes FD.
+control socket and rank pipes as SCM_RIGHTS, for which it forks the run's leader.
+It exits when the engine closes FD.
 Nothing here ever runs a tensor op: forking a process that has started OpenMP
 threads can deadlock the child.
 """
@@ -18,17 +17,13 @@ import gc
 import importlib
 import os
 import select
-import signal
 import socket
 import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import NoReturn
 
 from app.verify.engine import _linux, sandbox
 
-# Modules a typical snippet and DDP touch on first use; importing them here is
-# what makes a run cost tens of milliseconds instead of seconds.
+# Modules a typical snippet and DDP touch on first use: imported here once, not in every rank.
 PRELOAD = (
     "torch",
     "torch.distributed",
@@ -51,7 +46,7 @@ PRELOAD = (
     "torch.distributed.checkpoint",
     # What the large-model round's snippets import on top (counted over the bank's snippets
     # with sys.modules): CommDebugMode and the memory trackers behind it, the FLOP counter,
-    # DCP's state-dict helpers and its fsspec file system; 10-40 ms per rank otherwise.
+    # DCP's state-dict helpers and its fsspec file system.
     "torch.distributed.tensor.debug",
     "torch.utils.flop_counter",
     "torch.utils.module_tracker",
@@ -60,14 +55,14 @@ PRELOAD = (
     "torch.distributed.checkpoint._fsspec_filesystem",
     "app.verify.engine.harness",
     "app.verify.engine.leader",
+    "app.verify.engine.driver",
 )
 
 
 def preload() -> None:
-    # Not with the cyclic collector off, though the imports would take a quarter less time
-    # (4.0 -> 3.0 s): the garbage it then frees all at once leaves holes all over the heap,
-    # which each rank's new objects fill, copying those pages from the forkserver; a DDP
-    # step cost 8-10 % more CPU (measured against the collector on, interleaved).
+    # With the cyclic collector on: turned off, the garbage it then frees all at once leaves
+    # holes all over the heap, which each rank's new objects fill, copying those pages from
+    # the forkserver.
     for name in PRELOAD:
         importlib.import_module(name)
     import torch._dynamo.trace_rules
@@ -78,37 +73,27 @@ def preload() -> None:
     collectives.precompute()
     pipeline.precompute()
     # init_process_group empties these caches in every rank (so that they pick up the
-    # distributed rules); emptied here, that is free instead of each rank freeing the
-    # tables the imports built, a few milliseconds of copy-on-write faults each time.
+    # distributed rules); emptied here, each rank does not free (and so copy) the tables the
+    # imports built.
     torch._dynamo.trace_rules.clear_lru_cache()
     gc.collect()
     gc.freeze()
-    _linux.collapse_heap_into_huge_pages()
 
 
 def serve(sock: socket.socket) -> None:
-    """Hand each run to the spare leader (forked in advance), or fork one if none is ready."""
-    from app.verify.engine.leader import MAX_FDS, leader_main, spare_main
+    """Fork a leader for each run the engine sends, until the engine closes the socket."""
+    from app.verify.engine.leader import MAX_FDS, leader_main
 
     me = os.getpid()
-    spare: tuple[int, socket.socket] | None = None
     leaders: set[int] = set()
     while True:
-        dead = _reap()
-        for pid, status in dead.items():
+        for pid, status in _reap().items():
             if pid in leaders:
                 leaders.discard(pid)
                 if status != 0 and sandbox.active:
                     # A leader that did not finish its sweep (killed, crashed) may
                     # have left processes of its run behind, now orphaned to us.
                     sandbox.kill_run(pid)
-        if spare is not None and spare[0] in dead:
-            spare[1].close()
-            spare = None
-        if spare is None:
-            spare = _fork_spare(sock, me, spare_main)
-            if spare is not None:
-                leaders.add(spare[0])
         ready, _, _ = select.select([sock], [], [], 1.0)
         if not ready:
             continue
@@ -116,49 +101,20 @@ def serve(sock: socket.socket) -> None:
             msg, fds, _, _ = socket.recv_fds(sock, 64, MAX_FDS)
         except OSError:
             msg, fds = b"", []
-        if not msg:  # the engine is gone: so is the spare (its ranks die with it)
-            if spare is not None:
-                os.kill(spare[0], signal.SIGKILL)
+        if not msg:  # the engine is gone
             _reap()
             return
-        handed = False
-        if spare is not None:
-            try:
-                socket.send_fds(spare[1], [b"run"], fds)
-                handed = True
-            except OSError:
-                pass
-            spare[1].close()
-            spare = None
-        if not handed:
-            try:
-                pid = os.fork()
-            except OSError:
-                pid = -1
-            if pid == 0:
-                sock.close()
-                leader_main(fds, me)
-            if pid > 0:
-                leaders.add(pid)
+        try:
+            pid = os.fork()
+        except OSError:
+            pid = -1
+        if pid == 0:
+            sock.close()
+            leader_main(fds, me)
+        if pid > 0:
+            leaders.add(pid)
         for fd in fds:  # the leader has its copies; a failed fork closes the run's channel
             os.close(fd)
-
-
-def _fork_spare(sock: socket.socket, me: int,
-                spare_main: Callable[[socket.socket, int], NoReturn]) -> tuple[int, socket.socket] | None:
-    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    try:
-        pid = os.fork()
-    except OSError:
-        ours.close()
-        theirs.close()
-        return None
-    if pid == 0:
-        sock.close()
-        ours.close()
-        spare_main(theirs, me)
-    theirs.close()
-    return pid, ours
 
 
 def _reap() -> dict[int, int]:

@@ -1,9 +1,10 @@
-"""How an exercise run executes inside its ranks (docs/exercises.md, "How a run executes"):
-the learner's code and the checks apart, on real gloo ranks.
+"""How an exercise run executes (docs/exercises.md, "How a run executes"): per rank a driver on
+the real gloo group and a confined learner process that reaches it only through its pipe, on
+real gloo ranks in the sandbox.
 
-The learner's code cannot rebind what the checks read, leave before they run, patch what
-they call, or call a forbidden collective; a line on the event channel that the harness
-did not write marks the run tampered.
+What the learner process reports is only an output: the checks compare it with what the
+reference solution reported in the drivers on the same secret data, and with what the drivers
+measured (collectives, bytes, memory); nothing in the learner process can reach the drivers.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ import textwrap
 
 from app.verify.engine import Engine, Limits, RunResult
 from app.verify.engine.forbid import CHECKS_MARK, compose, learner_part, split
-from app.verify.engine.runner import _Capture, _Rank
 from tests.verify.helpers import events
 
 TOTAL = """
@@ -21,259 +21,237 @@ import torch
 import torch.distributed as dist
 
 
-def total():
-    t = torch.tensor(rank + 1)
+def total(x):
+    t = x.clone()
     dist.all_reduce(t)
-    return int(t.item())
+    return t
 """
 CHECKS = """
-_t = total()
-report("total", _t)
+import torch as _torch
+_x = _torch.randn(4, generator=_torch.Generator().manual_seed(rank_seed))
+report("total", total(_x))
 report("seen", [rank, world_size, params])
 """
 
 
 def _exercise(engine: Engine, code: str, checks: str = CHECKS, *, forbid: tuple[str, ...] = (),
-              world_size: int = 2) -> RunResult:
-    text = compose(textwrap.dedent(code), textwrap.dedent(checks), forbid=forbid)
-    return engine.run(text, world_size=world_size, limits=Limits(timeout_s=5))
+              world_size: int = 2, reference: str | None = TOTAL, timeout_s: float = 10,
+              shared_folder: bool = False) -> RunResult:
+    text = compose(textwrap.dedent(code), textwrap.dedent(checks), forbid=forbid,
+                   reference=textwrap.dedent(reference) if reference is not None else None,
+                   shared_folder=shared_folder)
+    return engine.run(text, world_size=world_size, limits=Limits(timeout_s=timeout_s))
 
 
-def test_the_checks_read_the_harness_report_and_rank_whatever_the_learner_rebinds(
+def test_the_checks_report_outputs_that_the_drivers_compare_with_the_reference_on_secret_data(
     engine: Engine,
 ) -> None:
     result = _exercise(engine, TOTAL + """
-report("total", 3)       # the learner's own report: shown, never a measurement
-_real = report
-def report(name, value):
-    _real(name, 3)
+report("total", [3.0])  # the learner's own report: shown, never a measurement
 world_size, params = 99, {"forged": True}
 """)
-    assert result.outcome == "ok" and result.checks_finished is True
+    assert result.outcome == "ok" and result.checks_finished is True, result.diagnosis
+    assert result.learner_confined is True
+    totals = []
     for rr in result.ranks:
-        assert rr.values == {"total": 3, "seen": [rr.rank, 2, {}]}
-        assert rr.learner_values == {"total": 3}
-        assert rr.checks_done is True
-    assert all(e.get("source") in ("learner", "checks") for rr in result.ranks
-               for e in rr.events if e["kind"] == "report")
+        assert rr.values["seen"] == [rr.rank, 2, {}]
+        assert rr.values["total"] == rr.reference_values["total"]
+        assert rr.learner_values == {"total": [3.0]}
+        assert rr.checks_done is True and rr.learner_confined is True
+        # The reference's all-reduce went over gloo in the drivers too: the same bytes.
+        assert rr.bytes_sent > 0 and rr.reference_bytes_sent == rr.bytes_sent
+        totals.append(rr.values["total"])
+    assert totals[0] == totals[1]
+    # A new secret for every run: the learner cannot know another rank's data in advance.
+    again = _exercise(engine, TOTAL)
+    assert again.ranks[0].values["total"] != totals[0]
 
 
 def test_a_snippet_without_checks_runs_as_before(engine: Engine) -> None:
     result = engine.run("report('x', rank)\n", world_size=2, limits=Limits(timeout_s=5))
     assert result.checks_finished is None and result.tampered is None
+    assert result.learner_confined is None
     assert [rr.values for rr in result.ranks] == [{"x": 0}, {"x": 1}]
     assert all(rr.checks_done is None and rr.learner_values == {} for rr in result.ranks)
 
 
 def test_code_that_ends_early_leaves_the_checks_unrun_and_says_where(engine: Engine) -> None:
     for ending, what in (("import sys\nsys.exit(0)", "SystemExit at line 13: sys.exit(0)"),
-                         ("import os\nos._exit(0)", "SystemExit at line 13: os._exit(0)"),
-                         ("import posix\nposix._exit(3)", "SystemExit at line 13: os._exit(3)"),
-                         ("raise KeyError('boom')", "KeyError at line 12: 'boom'")):
-        result = _exercise(engine, TOTAL + "\nreport('total', 3)\n" + ending + "\n")
+                         ("raise KeyError('boom')", "KeyError at line 12: 'boom'"),
+                         ("import os\nos._exit(3)", "the learner process exited with status 3")):
+        result = _exercise(engine, TOTAL + "\nreport('mine', 3)\n" + ending + "\n")
         assert result.checks_finished is False, ending
-        assert result.checks_problem is not None
-        assert "your code ended before the checks ran" in result.checks_problem
-        assert what in result.checks_problem, (ending, result.checks_problem)
-        assert all(rr.values == {} and rr.learner_values == {"total": 3} for rr in result.ranks)
+        assert "your code ended before the checks ran" in (result.checks_problem or ""), ending
+        assert what in (result.checks_problem or ""), (ending, result.checks_problem)
+        assert all(rr.values == {} and rr.learner_values == {"mine": 3} for rr in result.ranks)
         assert "did not finish" in result.diagnosis
 
 
-def test_an_exit_inside_a_function_the_checks_call_ends_the_checks(engine: Engine) -> None:
-    result = _exercise(engine, TOTAL.replace("return int(t.item())",
-                                             "import os\n    os._exit(0)"))
-    assert result.checks_finished is False
-    assert "your code ended the run while the checks ran: SystemExit at line 10" in (
-        result.checks_problem or "")
-    assert all(rr.values == {} for rr in result.ranks)
-
-
-def test_a_forbidden_collective_raises_in_learner_code_and_is_still_recorded(
+def test_a_forbidden_collective_raises_where_learner_code_called_it_and_is_recorded(
     engine: Engine,
 ) -> None:
     result = _exercise(engine, TOTAL, forbid=("all_reduce",))
     assert result.checks_finished is False
-    assert result.checks_problem is not None and "ForbiddenCollective at line 8" in (
-        result.checks_problem)
+    assert "ForbiddenCollective at line 8" in (result.checks_problem or "")
     for rr in result.ranks:
         assert rr.error is not None and rr.error.type.endswith("ForbiddenCollective")
         assert rr.error.message == ("all_reduce is not allowed in this exercise: write it "
                                     "with send/recv")
         (start,) = [e for e in events(result, rr.rank, "collective_start") if e["op"] == "all_reduce"]
         (end,) = [e for e in events(result, rr.rank, "collective_end") if e["seq"] == start["seq"]]
-        assert "ForbiddenCollective" in end["error"]
-        assert start["line"] == 8
+        assert "ForbiddenCollective" in end["error"] and start["line"] == 8
+        assert start["source"] == "learner"
 
 
-def test_the_checks_may_call_what_learner_code_may_not_and_count_its_calls(
+def test_the_learner_process_is_confined(engine: Engine) -> None:
+    code = """
+    import ctypes, errno, os, socket, threading
+
+    def attempt(what, fn):
+        try:
+            fn()
+            report(what, "allowed")
+        except OSError as exc:
+            report(what, errno.errorcode.get(exc.errno, str(exc.errno)))
+
+    attempt("socket", lambda: socket.socket())
+    attempt("unix socket", lambda: socket.socket(socket.AF_UNIX))
+    attempt("fork", os.fork)
+    attempt("exec", lambda: os.execv("/bin/true", ["true"]))
+    attempt("pipe", os.pipe)
+    attempt("memfd", lambda: os.memfd_create("stash"))
+    attempt("reference", lambda: open("/tmp/.reference").read())
+    attempt("driver memory", lambda: open(f"/proc/{os.getppid()}/mem", "rb").read(1))
+    attempt("driver fds", lambda: os.listdir(f"/proc/{os.getppid()}/fd"))
+    attempt("signal driver", lambda: os.kill(os.getppid(), 0))
+    libc = ctypes.CDLL(None, use_errno=True)
+    report("dumpable again", "EPERM" if libc.prctl(4, 1, 0, 0, 0) and ctypes.get_errno() == errno.EPERM
+           else "allowed")
+    report("uid", os.getuid())
+    report("threads", threading.Thread(target=lambda: None).start() is None)
+    """
+    result = _exercise(engine, code, "report('ran', True)\n", reference=None)
+    assert result.outcome == "ok", result.diagnosis
+    for rr in result.ranks:
+        got = rr.learner_values
+        for denied in ("socket", "unix socket", "fork", "exec", "pipe", "memfd", "dumpable again"):
+            assert got[denied] == "EPERM", (denied, got)
+        assert got["reference"] == "EACCES", got
+        assert got["driver memory"] in ("EACCES", "EPERM"), got
+        assert got["driver fds"] in ("EACCES", "EPERM"), got
+        assert got["signal driver"] == "EPERM", got
+        assert got["threads"] is True
+        assert got["uid"] != 0 and rr.learner_confined is True
+
+
+def test_memory_is_measured_from_outside_at_the_checks_marks(engine: Engine) -> None:
+    code = """
+    import torch
+
+    def keep(n):
+        return torch.ones(n)  # touched pages: resident
+    """
+    checks = """
+    _kept = keep(4 * 2**20)  # 16 MiB
+    mark_memory("kept")
+    del _kept
+    mark_memory("freed")
+    """
+    result = _exercise(engine, code, checks, reference=code)
+    assert result.outcome == "ok", result.diagnosis
+    for rr in result.ranks:
+        marks = {m.name: m for m in rr.memory_marks}
+        assert 16 * 2**20 <= marks["kept"].bytes < 18 * 2**20
+        assert marks["freed"].bytes < 2 * 2**20
+        assert [m.ops for m in rr.memory_marks] == [m.ops for m in rr.reference_marks] == [0, 0]
+        assert rr.memory_peak_bytes is not None and rr.memory_peak_bytes >= 16 * 2**20
+
+
+def test_a_process_that_writes_out_of_protocol_ends_the_run_with_a_clear_error(
     engine: Engine,
 ) -> None:
-    code = """
-    import torch
-    import torch.distributed as dist
-
-    class Ring:
-        def total(self):
-            t = torch.tensor(rank + 1)
-            req = dist.isend(t.clone(), dst=(rank + 1) % world_size)
-            buf = torch.empty_like(t)
-            dist.recv(buf, src=(rank - 1) % world_size)
-            req.wait()
-            return int(t + buf)
-    """
-    checks = """
-    import torch as _torch
-    import torch.distributed as _dist
-    _t = _torch.tensor(rank + 1)
-    _dist.all_reduce(_t)  # the checks' own collective: allowed
-    _before = learner_calls("isend", "recv")
-    report("total", Ring().total())
-    report("expected", int(_t))
-    report("p2p", learner_calls("isend", "recv") - _before)
-    """
-    result = _exercise(engine, code, checks, forbid=("all_reduce",))
-    assert result.checks_finished is True, result.checks_problem
-    assert [rr.values for rr in result.ranks] == [{"total": 3, "expected": 3, "p2p": 2}] * 2
-
-
-def test_forbidden_at_module_level_too(engine: Engine) -> None:
-    result = _exercise(engine, TOTAL + "\ntotal()\n", forbid=("all_reduce",))
-    assert "your code ended before the checks ran: ForbiddenCollective at line 8" in (
-        result.checks_problem or "")
-
-
-def test_what_learner_code_patches_is_put_back_before_the_checks_use_it(engine: Engine) -> None:
-    code = TOTAL + """
-import builtins
-import torch
-torch.allclose = lambda *a, **k: True
-torch.Tensor.norm = lambda self, *a, **k: torch.tensor(1.0)
-builtins.len = lambda x: 3
-import torch.nn.functional as F
-def total():
-    F.mse_loss = lambda a, b: torch.tensor(0.0)  # patched while the checks run it
-    return 3
-"""
-    checks = """
-    import torch as _torch
-    import torch.nn.functional as _F
-    total()
-    report("allclose", bool(_torch.allclose(_torch.zeros(2), _torch.ones(2))))
-    report("norm", float(_torch.tensor([3.0, 4.0]).norm()))
-    report("len", len([1]))
-    report("mse", float(_F.mse_loss(_torch.zeros(1), _torch.ones(1))))
-    """
-    result = _exercise(engine, code, checks)
-    assert result.checks_finished is True, result.checks_problem
-    for rr in result.ranks:
-        assert rr.values == {"allclose": False, "norm": 5.0, "len": 1, "mse": 1.0}
-        notes = " ".join(e["text"] for e in rr.events if e["kind"] == "note")
-        for name in ("torch.allclose", "torch.Tensor.norm", "builtins.len",
-                     "torch.nn.functional.mse_loss"):
-            assert name in notes
-
-
-def test_a_tensor_subclass_cannot_decide_what_is_reported(engine: Engine) -> None:
-    code = """
-    import torch
-
-    class Liar(torch.Tensor):
-        def tolist(self):
-            return [1.0, 2.0]
-
-        @classmethod
-        def __torch_function__(cls, func, types, args=(), kwargs=None):
-            if func is torch.Tensor.tolist:
-                return [1.0, 2.0]
-            return super().__torch_function__(func, types, args, kwargs or {})
-
-    def value():
-        return torch.zeros(2).as_subclass(Liar)
-    """
-    result = _exercise(engine, code, 'report("v", value())\n')
-    assert [rr.values for rr in result.ranks] == [{"v": [0.0, 0.0]}] * 2
-
-
-def test_the_checks_and_the_spec_are_not_on_disk_for_learner_code(engine: Engine) -> None:
-    code = """
+    garbage = """
     import os
-    report("files", sorted(os.listdir(".")))
-    report("snippet", open("snippet.py").read())
+    def total(x):
+        for fd in range(3, 64):
+            try:
+                os.write(fd, b"not a frame at all")
+            except OSError:
+                pass
+        return x
     """
-    result = _exercise(engine, code, 'report("secret", "SECRET-CHECKS")\n')
+    forged = """
+    import gc, struct, os
+    from app.verify.engine import wire
+    def total(x):
+        link = next(o for o in gc.get_objects() if type(o).__name__ == "Link")
+        # A well-formed header that claims a payload it never sends, then the end of the pipe.
+        os.write(link.wfd, wire.encode(wire.OP, {"id": 99, "op": "allreduce", "group": "0",
+                                                 "in": [["float32", [1 << 30]]], "out": []},
+                                       4 << 30))
+        os.close(link.wfd)
+        return x
+    """
+    for code, detail in ((garbage, "does not start with the protocol's mark"),
+                         (forged, "")):
+        result = _exercise(engine, code, timeout_s=8)
+        assert result.tampered is not None, result.diagnosis
+        assert "broke the protocol" in result.tampered and detail in result.tampered
+        assert result.checks_finished is False
+        assert result.outcome == "error" and result.limit != "timeout"
+        assert all(rr.values == {} for rr in result.ranks)
+
+
+def test_a_learner_process_that_never_answers_meets_the_time_limit(engine: Engine) -> None:
+    code = """
+    import time
+    def total(x):
+        time.sleep(60)
+    """
+    result = _exercise(engine, code, timeout_s=4)
+    assert result.outcome == "timeout" and result.checks_finished is False
+    assert "time limit" in (result.checks_problem or "")
+
+
+def test_the_learner_is_not_given_the_reference_or_other_ranks_secrets(engine: Engine) -> None:
+    code = """
+    import gc, os
+
+    def strings(o):
+        if isinstance(o, dict):
+            return [v for v in (*o.keys(), *o.values()) if isinstance(v, str)]
+        return [v for v in o if isinstance(v, str)] if isinstance(o, (list, tuple)) else []
+
+    marker = "REFERENCE" + "-MARKER"
+    report("found", sum(s is not marker and marker in s
+                        for o in gc.get_objects() for s in strings(o)))
+    report("files", sorted(os.listdir(".")))
+    report("tmp", sorted(os.listdir("/tmp")) if os.access("/tmp", os.R_OK) else "unreadable")
+    report("snippet", "SECRET" + "-CHECKS" in open("snippet.py").read())
+    """
+    result = _exercise(engine, code, 'report("secret", "SECRET-CHECKS")\n',
+                       reference="REFERENCE_MARKER = 'REFERENCE-MARKER'\n")
+    assert result.outcome == "ok", result.diagnosis
     for rr in result.ranks:
-        assert ".spec.json" not in rr.learner_values["files"]
-        assert "SECRET" not in rr.learner_values["snippet"]
-        assert CHECKS_MARK.strip() not in rr.learner_values["snippet"]
-
-
-def test_a_line_written_on_the_event_channel_by_learner_code_marks_the_run_tampered(
-    engine: Engine,
-) -> None:
-    code = TOTAL + """
-import os, sys, json, time
-
-def _channel():
-    f = sys._getframe()
-    while f is not None:
-        for v in list(f.f_locals.values()):
-            if type(v).__name__ == "Emitter":
-                return v._fd
-        f = f.f_back
-
-def total():
-    line = {"kind": "report", "name": "total", "value": 3, "source": "checks",
-            "iteration": None, "t": time.monotonic_ns(), "n": 1}
-    os.write(_channel(), (json.dumps(line) + "\\n").encode())
-    return 3
-"""
-    result = _exercise(engine, code)
-    assert result.tampered is not None and "out of sequence" in result.tampered
-    assert result.checks_finished is False
-    assert "tampered" in result.diagnosis
-
-
-def test_the_runner_flags_events_after_checks_done_and_lines_it_did_not_expect() -> None:
-    def stream(*events: dict) -> _Rank:
-        r = _Rank(0, _Capture(100), _Capture(100))
-        r.feed_events(b"".join(json.dumps(e).encode() + b"\n" for e in events))
-        return r
-
-    ok = [{"kind": "started", "t": 1, "n": 0, "pid": 7},
-          {"kind": "snippet_start", "t": 2, "n": 1, "checks": True},
-          {"kind": "checks_start", "t": 3, "n": 2},
-          {"kind": "report", "t": 4, "n": 3, "name": "x", "value": 1, "source": "checks",
-           "iteration": None},
-          {"kind": "checks_done", "t": 5, "n": 4}]
-    assert stream(*ok).tampered is None and stream(*ok).checks_done
-    late = stream(*ok, {"kind": "report", "t": 6, "n": 5, "name": "x", "value": 2,
-                        "source": "checks", "iteration": None})
-    assert late.tampered is not None and "after the checks had finished" in late.tampered
-    unnumbered = stream(*ok[:3], {"kind": "report", "t": 4, "name": "x", "value": 1,
-                                  "iteration": None})
-    assert unnumbered.tampered is not None and "sequence number" in unnumbered.tampered
-    r = stream(*ok[:3])
-    r.feed_events(b"not json\n")
-    assert r.tampered is not None and "did not write" in r.tampered
-    # Without checks (a question's snippet) nothing is read as tampering.
-    plain = stream({"kind": "snippet_start", "t": 1, "n": 0},
-                   {"kind": "report", "t": 2, "name": "x", "value": 1, "iteration": None})
-    assert plain.tampered is None
+        assert rr.learner_values["found"] == 0
+        assert rr.learner_values["tmp"] == "unreadable"
+        assert rr.learner_values["snippet"] is False
+        assert CHECKS_MARK.strip() not in json.dumps(rr.learner_values)
 
 
 def test_the_checks_mark_splits_at_the_last_occurrence() -> None:
     text = compose("x = 1" + CHECKS_MARK + "report('fake', 1)\n", "report('real', 1)\n",
-                   forbid=["all_reduce"])
+                   forbid=["all_reduce"], reference="x = 2\n")
     learner, checks, options = split(text) or ("", "", {})
     assert learner.endswith("report('fake', 1)\n")
     assert checks == "report('real', 1)\n"
-    assert options == {"forbid": ["all_reduce"]}
+    assert options == {"forbid": ["all_reduce"], "reference": "x = 2\n"}
     assert learner_part(text) == learner
     assert split("report('x', 1)\n") is None
 
 
 def test_a_learner_s_own_reports_are_trimmed_before_the_checks_values() -> None:
-    from app.verify.service import cap_result
+    from app.verify.results import cap_result
 
     data = {"diagnosis": "ok", "buckets": [], "ranks": [
         {"rank": 0, "events": [], "stdout": "", "stderr": "", "values": {"checked": [1.5] * 1000},

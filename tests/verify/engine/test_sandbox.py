@@ -27,7 +27,7 @@ import pytest
 from app.migrate import upgrade
 from app.settings import Settings
 from app.verify.engine import Engine, EngineFailure, RunResult, runner, sandbox
-from tests.factories import FIXTURE_BANK
+from tests.factories import FIXTURE_BANK, wait_for
 from tests.servers import serve
 from tests.verify.helpers import Run
 
@@ -111,34 +111,60 @@ attempt("app6", lambda: socket.create_connection(("::1", params["app"]), timeout
     assert values["app6"][0] != "ok"
 
 
+def _listening_on(pid: int, port: int) -> bool:
+    """Whether a socket listens on 127.0.0.1:port in the network namespace of process pid."""
+    try:
+        table = Path(f"/proc/{pid}/net/tcp").read_text().splitlines()[1:]
+    except OSError:
+        return False
+    # local address 0100007F:<port hex>, state 0A (LISTEN)
+    return any(f"0100007F:{port:04X}" == row.split()[1] and row.split()[3] == "0A" for row in table)
+
+
 def test_a_run_cannot_reach_a_port_another_run_listens_on(run: Run) -> None:
     listening: list[object] = []
     port = 29517
+    first_run_uid = sandbox.HOST_UID_BASE + sandbox.RUN_UID_BASE
 
     def listen() -> None:
+        # Listens until the test signals it (SIGUSR1), so the port is open for as long as
+        # the other run needs, however slow the machine.
         listening.append(run("""
-import socket, time
+import signal, socket, time
+signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})
 server = socket.create_server(("127.0.0.1", params["port"]))
 socket.create_connection(("127.0.0.1", params["port"]), timeout=2).close()  # reachable here
-report("from", time.time())
-time.sleep(6)
+report("reachable", True)
+signal.sigwait({signal.SIGUSR1})
 report("until", time.time())
-""", params={"port": port}, world_size=1, timeout_s=20))
+""", params={"port": port}, world_size=1, timeout_s=60))
+
+    def listener() -> int | None:
+        return next((p[0] for p in _host_processes()
+                     if p[1] >= first_run_uid and _listening_on(p[0], port)), None)
 
     thread = threading.Thread(target=listen)
     thread.start()
-    time.sleep(3)
-    other = run(TRY + """
+    try:
+        wait_for(lambda: listener() is not None, timeout=60)
+        pid = listener()
+        assert pid is not None
+        other = run(TRY + """
 import time
 report("at", time.time())
 attempt("other", lambda: socket.create_connection(("127.0.0.1", params["port"]), timeout=2))
 """, params={"port": port}, world_size=1)
-    thread.join(timeout=30)
+        assert _listening_on(pid, port)  # still open after the other run ended
+    finally:
+        for p in _host_processes():
+            if p[1] >= first_run_uid and _listening_on(p[0], port):
+                os.kill(p[0], signal.SIGUSR1)
+        thread.join(timeout=60)
     assert other.ranks[0].values["other"] == ["ConnectionRefusedError", "ECONNREFUSED"]
     first = listening[0]
     assert isinstance(first, RunResult) and first.outcome == "ok", first
-    # The port was open in the first run while the second tried it.
-    assert first.ranks[0].values["from"] < other.ranks[0].values["at"] < first.ranks[0].values["until"]
+    assert first.ranks[0].values["reachable"] is True
+    assert other.ranks[0].values["at"] < first.ranks[0].values["until"]
 
 
 def _host_address() -> str:

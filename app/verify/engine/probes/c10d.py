@@ -87,10 +87,8 @@ _library: Any = None
 
 
 def register() -> None:
-    """Register the kernels in this process (once; the forkserver does it before forking).
-
-    About a millisecond of dispatcher bookkeeping, paid once instead of in every rank.
-    """
+    """Register the kernels in this process (once; the forkserver does it before forking, so
+    that the dispatcher's bookkeeping is not repeated in every rank)."""
     global _library
     if _library is not None:
         return
@@ -101,6 +99,9 @@ def register() -> None:
     _library = lib
 
 
+_originals: dict[str, Any] = {}
+
+
 def install(rec: Recorder) -> None:
     """Start recording the calls that reach c10d into `rec`, and the backend's own methods."""
     global _recorder
@@ -108,9 +109,19 @@ def install(rec: Recorder) -> None:
     _recorder = rec
     backend = torch._C._distributed_c10d.Backend
     for name, dist_name in BACKEND_METHODS.items():
-        original = vars(backend).get(name)
-        if original is not None and not getattr(original, "__ddpdrill_probe__", False):
+        original = _originals.get(name, vars(backend).get(name))
+        if original is not None:
+            _originals[name] = original
             setattr(backend, name, _backend_probe(rec, name, dist_name, original))
+
+
+def uninstall() -> None:
+    """Stop recording (the kernels stay registered and pass every call on)."""
+    global _recorder
+    _recorder = None
+    backend = torch._C._distributed_c10d.Backend
+    for name, original in _originals.items():
+        setattr(backend, name, original)
 
 
 def _backend_probe(rec: Recorder, name: str, dist_name: str, original: Any) -> Any:

@@ -18,7 +18,6 @@ import torch
 import torch.distributed as dist
 import torch.distributed.distributed_c10d as c10d
 
-from app.verify.engine import forbid
 from app.verify.engine.probes.core import Recorder, error_text, now, signature_of
 
 # Every torch.distributed entry point a snippet (or DDP's Python code) can use
@@ -116,12 +115,6 @@ def record(rec: Recorder, op: str, info: dict[str, Any], is_async: bool, frame: 
     rec.emit("collective_start", t=start, op=op, seq=seq, iteration=rec.iteration, **info)
     rec.tls.inside = True
     try:
-        # An exercise's forbidden collective raises here, after its start is recorded. Every
-        # path ends here (dist.*, functional collectives, ProcessGroup methods through the
-        # dispatcher), so learner code cannot step around the rule by another API.
-        forbid.check(op)
-        if "api" in info and info["api"] != op:
-            forbid.check(str(info["api"]))
         result = call(*args, **kwargs)
     except BaseException as exc:
         end(rec, op, seq, sent0, error=error_text(exc))

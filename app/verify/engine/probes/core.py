@@ -138,8 +138,8 @@ class Recorder:
 
 
 # Signatures by function object: the forkserver works out those the probes need before
-# forking (collectives.precompute, pipeline.precompute), since `inspect.signature` through
-# torch's wrappers took a few milliseconds of every rank's start.
+# forking (collectives.precompute, pipeline.precompute), so that no rank pays for
+# `inspect.signature` through torch's wrappers.
 _SIGNATURES: dict[Any, inspect.Signature | None] = {}
 
 

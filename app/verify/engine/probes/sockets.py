@@ -34,7 +34,7 @@ class GlooSockets:
     without duplicating them: holding a duplicate would keep a socket open after
     gloo closes it and hide a peer's disappearance. The descriptor table is
     rescanned at most every RESCAN_S (gloo opens sockets only when a group forms),
-    so a tight loop of collectives pays tens of microseconds per reading.
+    so that a tight loop of collectives does not rescan it on every reading.
     """
 
     RESCAN_S = 0.05

@@ -1,0 +1,1 @@
+"""A learner's records across the features: claimed at sign-up, downloaded, deleted."""

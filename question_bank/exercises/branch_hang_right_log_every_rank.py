@@ -1,0 +1,19 @@
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+model = nn.Linear(3, 1)
+ddp = DDP(model)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+logged = []
+for step in range(3):
+    x = torch.randn(2, 3)
+    opt.zero_grad()
+    loss = ddp(x).pow(2).mean()
+    loss.backward()
+    opt.step()
+    mean = loss.detach() / dist.get_world_size()  # divide first: the sum of the shares is the mean
+    dist.all_reduce(mean)
+    if rank == 0:
+        logged.append(mean.item())

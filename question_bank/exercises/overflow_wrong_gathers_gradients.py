@@ -1,0 +1,36 @@
+import torch
+import torch.distributed as dist
+
+
+class ShardedLossScaler:
+    """Dynamic loss scaling for a sharded optimizer (plain SGD).
+
+    Each rank updates only its own shard of the parameters, from its shard of the gradient
+    of the *scaled* loss. `step(shard, grad)`: if the gradient of any rank holds an inf or a
+    NaN, every rank skips its update, halves the scale and restarts the count of good steps;
+    otherwise every rank applies `shard -= lr * grad / scale`, and after `growth_interval`
+    good steps in a row the scale doubles. Returns True when the update was applied.
+    """
+
+    def __init__(self, init_scale=1024.0, growth_interval=3, lr=0.1):
+        self.scale = init_scale
+        self.growth_interval = growth_interval
+        self.lr = lr
+        self.good_steps = 0
+
+    def step(self, shard, grad):
+        # Look at every rank's gradient, so that all ranks see the same overflow.
+        grads = [torch.empty_like(grad) for _ in range(dist.get_world_size())]
+        dist.all_gather(grads, grad.contiguous())
+        found_inf = torch.tensor([float(any(not torch.isfinite(g).all() for g in grads))])
+        if found_inf.item() > 0:
+            self.scale /= 2
+            self.good_steps = 0
+            return False
+        with torch.no_grad():
+            shard -= self.lr * grad / self.scale
+        self.good_steps += 1
+        if self.good_steps == self.growth_interval:
+            self.scale *= 2
+            self.good_steps = 0
+        return True

@@ -1,0 +1,8 @@
+import torch
+import torch.distributed as dist
+
+local_tokens = torch.randint(100, 1000, ())  # this shard's token count
+dist.reduce(local_tokens, dst=0)     # the total arrives on rank 0...
+dist.broadcast(local_tokens, src=0)  # ...and rank 0 sends it to everyone
+total_tokens = int(local_tokens.item())
+scale = 1.0 / total_tokens
