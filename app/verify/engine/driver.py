@@ -281,6 +281,10 @@ class _Op:
     # Set by whoever saw the work complete (a future's callback, or a waiting thread): gloo's
     # point-to-point works must not be waited for twice.
     error: str | None = None
+    # The rank's bytes on the wire when the work completed, read right then (as the in-process
+    # probes do): read later, in the driver's loop, it would take in the bytes of the next
+    # operation already under way (FSDP's prefetched all-gather in a reduce-scatter's count).
+    sent_end: int | None = None
 
 
 @dataclass
@@ -793,6 +797,7 @@ class Serve:
             wait()
         except Exception as exc:
             op.error = str(exc)[:2000] or type(exc).__name__
+        op.sent_end = self.sockets.total()
         self._notify(op.op_id)
 
     def _notify(self, op_id: int) -> None:
@@ -812,7 +817,7 @@ class Serve:
         if op is None:
             return
         error = op.error
-        sent = self.sockets.total()
+        sent = self.sockets.total() if op.sent_end is None else op.sent_end
         self.emit("collective_end", op=op.name, seq=op.seq, bytes_sent=max(0, sent - op.sent0),
                   sent_total=sent, error=error)
         if error is not None:
