@@ -284,7 +284,7 @@ class _Op:
     # The rank's bytes on the wire when the work completed, read right then (as the in-process
     # probes do): read later, in the driver's loop, it would take in the bytes of the next
     # operation already under way (FSDP's prefetched all-gather in a reduce-scatter's count).
-    sent_end: int | None = None
+    sent_end: int = 0
 
 
 @dataclass
@@ -817,7 +817,7 @@ class Serve:
         if op is None:
             return
         error = op.error
-        sent = self.sockets.total() if op.sent_end is None else op.sent_end
+        sent = op.sent_end  # set by _completed, the only way an operation reaches here
         self.emit("collective_end", op=op.name, seq=op.seq, bytes_sent=max(0, sent - op.sent0),
                   sent_total=sent, error=error)
         if error is not None:
