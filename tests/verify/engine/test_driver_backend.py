@@ -190,11 +190,37 @@ def test_dtensor_tensor_parallel_and_fully_shard_run_forward_and_backward_unchan
     assert {"scatter", "broadcast", "all_reduce", "all_gather_into_tensor",
             "reduce_scatter_tensor"} <= names
     for rank in range(world_size):
-        wanted: dict[str, int] = {}
-        got: dict[str, int] = {}
-        for name, sent in _ops(plain, rank):
-            wanted[name] = wanted.get(name, 0) + sent
-        for name, sent in _ops(driven, rank):
-            got[name] = got.get(name, 0) + sent
-        assert got == wanted, (rank, got, wanted)
+        # FSDP overlaps a reduce-scatter with the next all-gather it prefetches: bytes sent
+        # while two ran count in each (docs/run-result.md), and how many depends on timing. So
+        # what is exact is compared: every op's count, the bytes of the ops that ran alone in
+        # both runs, and the rank's bytes from its first operation's start to its last's end.
+        plain_ops, driven_ops = _timed_ops(plain, rank), _timed_ops(driven, rank)
+        assert sorted(o[0] for o in driven_ops) == sorted(o[0] for o in plain_ops), rank
+        assert _span(driven_ops) == _span(plain_ops), rank
+        alone = {o[1] for o in plain_ops if o[4]} & {o[1] for o in driven_ops if o[4]}
+        assert len(alone) >= 5, rank
+        assert ({o[1]: o[:3] for o in driven_ops if o[1] in alone}
+                == {o[1]: o[:3] for o in plain_ops if o[1] in alone}), rank
+
+
+def _timed_ops(result: RunResult, rank: int) -> list[tuple[str, int, int, int, bool]]:
+    """(op, seq, bytes sent, sent total at its end, whether it ran alone: no other operation
+    started or ended between its start and its end) of each collective, in the order they
+    ended."""
+    events = [e for e in result.ranks[rank].events
+              if e["kind"] in ("collective_start", "collective_end") and e["op"] != "new_group"]
+    where = {(e["kind"], e["seq"]): i for i, e in enumerate(events)}
+    out = []
+    for e in events:
+        if e["kind"] == "collective_end":
+            start = where[("collective_start", e["seq"])]
+            alone = where[("collective_end", e["seq"])] == start + 1
+            out.append((str(e["op"]), int(e["seq"]), int(e["bytes_sent"]),
+                        int(e["sent_total"]), alone))
+    return out
+
+
+def _span(ops: list[tuple[str, int, int, int, bool]]) -> int:
+    """The bytes the rank sent from its first operation's start to its last operation's end."""
+    return max(o[3] for o in ops) - min(o[3] - o[2] for o in ops)
 
