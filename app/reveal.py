@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, and_, exists, select, tuple_
+from sqlalchemy import BindParameter, ColumnElement, and_, bindparam, exists, select, tuple_
 from sqlalchemy.orm import Session
 
 from app.errors import Conflict
@@ -56,16 +56,21 @@ class NotDrawn(Conflict):
         self.drawn = drawn
 
 
-def _live(now: datetime) -> ColumnElement[bool]:
+def _live(now: datetime | BindParameter[datetime]) -> ColumnElement[bool]:
     return and_(MockInterview.finished_at.is_(None), MockInterview.deadline > now)
+
+
+# Built once and run on the session's connection: every answer asks it.
+_LIVE_MOCK_ITEMS = (select(QuizItem.question_id, MockInterview.quiz_id)
+                    .join(MockInterview, MockInterview.quiz_id == QuizItem.quiz_id)
+                    .where(MockInterview.learner_id == bindparam("learner_id"),
+                           _live(bindparam("now"))))
 
 
 def live_mock_items(*, db_session: Session, learner_id: str, now: datetime) -> dict[int, str]:
     """The questions of the learner's live mock interviews: question id -> mock (quiz) id."""
-    rows = db_session.execute(
-        select(QuizItem.question_id, MockInterview.quiz_id)
-        .join(MockInterview, MockInterview.quiz_id == QuizItem.quiz_id)
-        .where(MockInterview.learner_id == learner_id, _live(now)))
+    rows = db_session.connection().execute(_LIVE_MOCK_ITEMS, {"learner_id": learner_id,
+                                                              "now": now})
     return {question_id: mock_id for question_id, mock_id in rows}
 
 
