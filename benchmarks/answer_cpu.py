@@ -2,10 +2,12 @@
 
     .venv/bin/python benchmarks/answer_cpu.py [--answers 900] [--profile FILE]
 
-Makes the app as `ddpdrill serve` does (the fixture bank, a fresh SQLite file, no run
-workers), then sends API answers (`POST /api/v1/questions/{slug}/attempts`) one after the
-other, each from a new learner (its own cookie, its own address), to the fixture bank's three
-questions. Prints wall and CPU milliseconds an answer (the process's CPU, all its threads).
+Makes the app as `ddpdrill serve` does (`create_app(freeze_heap=True)`; the fixture bank, a
+fresh SQLite file, no run workers), then sends API answers (`POST
+/api/v1/questions/{slug}/attempts`) one after the other: --answers / 3 learners, each with an
+address of its own, answer the fixture bank's three questions in turn (the first answer of
+each without a cookie: it makes the learner). Prints wall and CPU milliseconds an answer (the
+process's CPU, all its threads).
 One web process serves every request, so this CPU bounds the answers a second that
 benchmarks/load.py measures. --profile writes a cProfile of the answers, with the views run
 on the event loop's thread instead of the pool (cProfile sees one thread), for `pstats`.
@@ -86,7 +88,7 @@ def run_views_inline() -> None:
 async def measure(answers: int, profile: str | None) -> None:
     from app.main import create_app
 
-    app = create_app()
+    app = create_app(freeze_heap=True)
     learners = [Learner(i) for i in range(WARM_UP + answers // len(ANSWERS))]
     async with app.router.lifespan_context(app):
         for learner in learners[:WARM_UP]:

@@ -204,19 +204,28 @@ def test_dtensor_tensor_parallel_and_fully_shard_run_forward_and_backward_unchan
 
 
 def _timed_ops(result: RunResult, rank: int) -> list[tuple[str, int, int, int, bool]]:
-    """(op, seq, bytes sent, sent total at its end, whether it ran alone: no other operation
-    started or ended between its start and its end) of each collective, in the order they
-    ended."""
+    """(op, its place among the rank's operations in the order they started, bytes sent, sent
+    total at its end, whether it ran alone: no other operation was under way when it started
+    and none started or ended before it ended) of each collective, in the order they ended.
+    (The place, not `seq`: a question's probes number `new_group` too, the driver does not.)"""
     events = [e for e in result.ranks[rank].events
               if e["kind"] in ("collective_start", "collective_end") and e["op"] != "new_group"]
-    where = {(e["kind"], e["seq"]): i for i, e in enumerate(events)}
+    place: dict[int, int] = {}
+    under_way: set[int] = set()
+    alone_so_far: dict[int, bool] = {}
     out = []
-    for e in events:
-        if e["kind"] == "collective_end":
-            start = where[("collective_start", e["seq"])]
-            alone = where[("collective_end", e["seq"])] == start + 1
-            out.append((str(e["op"]), int(e["seq"]), int(e["bytes_sent"]),
-                        int(e["sent_total"]), alone))
+    for i, e in enumerate(events):
+        seq = int(e["seq"])
+        if e["kind"] == "collective_start":
+            place[seq] = len(place)
+            alone_so_far[seq] = not under_way
+            under_way.add(seq)
+            continue
+        under_way.discard(seq)
+        previous = events[i - 1]
+        alone = (alone_so_far[seq] and previous["kind"] == "collective_start"
+                 and int(previous["seq"]) == seq)
+        out.append((str(e["op"]), place[seq], int(e["bytes_sent"]), int(e["sent_total"]), alone))
     return out
 
 
