@@ -106,6 +106,24 @@ def test_a_live_mock_interviews_questions_give_no_key_anywhere_else(client: Test
         assert r.status_code == 201, r.text
 
 
+def test_a_mock_interview_past_its_deadline_no_longer_holds_its_questions(
+    client: TestClient, clock: FixedClock,
+) -> None:
+    # The rule's time is the app's clock, compared in the database with the deadline: a
+    # minute before it the question is still held, a minute after it is answered anywhere.
+    started = client.post("/api/v1/mock-interviews", json={"minutes": 25})
+    assert started.status_code == 201, started.text
+    item = next(i for i in started.json()["items"] if i["slug"] in FIXTURE)
+    answer = {"answer": FIXTURE[item["slug"]]["right"], "variant": item["variant"]}
+    clock.advance(timedelta(minutes=24))
+    held = client.post(f"/api/v1/questions/{item['slug']}/attempts", json=answer)
+    assert held.status_code == 409, held.text
+    clock.advance(timedelta(minutes=2))
+    free = client.post(f"/api/v1/questions/{item['slug']}/attempts", json=answer)
+    assert free.status_code == 200, free.text
+    assert free.json()["correct"] is True and free.json()["correct_answer"] is not None
+
+
 # 2. Verify before answering ---------------------------------------------------------------
 
 
